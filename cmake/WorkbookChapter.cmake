@@ -1,0 +1,67 @@
+# The one place that says how a chapter is built and smoke-tested.
+#
+#   workbook_add_chapter(<program>
+#       PROGRAM <sources...>          main: flags, reference, check, time, report
+#       [LIBRARY <sources...>]        kernels, launchers and *_cpu twins -> target <program>_core
+#       [LINK <targets...>]           extra libraries, e.g. CUDA::curand
+#       [SMOKE_LABELS <labels...>]    ctest labels of `<program> --quick` (default: gpu)
+#       [SANITIZE_ARGS <args...>])    arguments under compute-sanitizer (default: --quick)
+#
+# Every program exits 77 when it has no usable GPU; ctest reports that as skipped.
+
+# Compile policy shared by the chapters, common/ and tests/: C++17 and CUDA 17, warnings as errors
+# in host and device code, and line information so that profilers and compute-sanitizer can name
+# source lines.
+add_library(workbook_policy INTERFACE)
+add_library(workbook::policy ALIAS workbook_policy)
+target_compile_features(workbook_policy INTERFACE cxx_std_17 cuda_std_17)
+target_compile_options(workbook_policy INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wshadow -Werror>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -Xcompiler=-Wall,-Wextra,-Werror -lineinfo>)
+if(WORKBOOK_SYNC_LAUNCHES)
+  target_compile_definitions(workbook_policy INTERFACE WORKBOOK_SYNC_LAUNCHES=1)
+endif()
+
+set(WORKBOOK_SANITIZER_TOOLS memcheck racecheck initcheck synccheck)
+
+function(workbook_add_chapter program)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "PROGRAM;LIBRARY;LINK;SMOKE_LABELS;SANITIZE_ARGS")
+  if(NOT arg_PROGRAM)
+    message(FATAL_ERROR "workbook_add_chapter(${program}): PROGRAM sources are required")
+  endif()
+  if(NOT arg_SMOKE_LABELS)
+    set(arg_SMOKE_LABELS gpu)
+  endif()
+  if(NOT arg_SANITIZE_ARGS)
+    set(arg_SANITIZE_ARGS --quick)
+  endif()
+  get_filename_component(chapter "${CMAKE_CURRENT_SOURCE_DIR}" NAME)
+
+  if(arg_LIBRARY)
+    add_library(${program}_core STATIC ${arg_LIBRARY})
+    target_include_directories(${program}_core PUBLIC "${CMAKE_CURRENT_SOURCE_DIR}")
+    target_link_libraries(${program}_core PUBLIC workbook::common ${arg_LINK} PRIVATE workbook::policy)
+    set(core ${program}_core)
+  endif()
+
+  add_executable(${program} ${arg_PROGRAM})
+  target_link_libraries(${program} PRIVATE ${core} workbook::common ${arg_LINK} workbook::policy)
+
+  add_test(NAME "${chapter}: smoke --quick" COMMAND ${program} --quick)
+  set_tests_properties("${chapter}: smoke --quick" PROPERTIES
+      LABELS "${arg_SMOKE_LABELS}" SKIP_RETURN_CODE 77 TIMEOUT 300)
+
+  if(WORKBOOK_COMPUTE_SANITIZER)
+    foreach(tool IN LISTS WORKBOOK_SANITIZER_TOOLS)
+      set(extra)
+      if(tool STREQUAL "memcheck")
+        set(extra --leak-check full)
+      endif()
+      set(name "${chapter}: sanitize ${tool}")
+      add_test(NAME "${name}"
+               COMMAND "${WORKBOOK_COMPUTE_SANITIZER}" --tool ${tool} ${extra} --error-exitcode 99
+                       $<TARGET_FILE:${program}> ${arg_SANITIZE_ARGS})
+      set_tests_properties("${name}" PROPERTIES LABELS sanitize SKIP_RETURN_CODE 77 TIMEOUT 600)
+    endforeach()
+  endif()
+endfunction()

@@ -1,0 +1,26 @@
+# Finds what every chapter needs. A missing piece stops configure with one line that names the
+# package to install (a macro, so that the packages' variables reach the caller); scripts/install-deps.sh installs all of them on Debian and Ubuntu.
+
+macro(workbook_require_package name install_hint)
+  find_package(${name} ${ARGN} QUIET)
+  if(NOT ${name}_FOUND)
+    message(FATAL_ERROR "${name} not found: ${install_hint}")
+  endif()
+endmacro()
+
+if(CMAKE_CUDA_COMPILER_VERSION VERSION_LESS 12.0)
+  message(FATAL_ERROR "CUDA ${CMAKE_CUDA_COMPILER_VERSION} is too old: the workbook needs CUDA 12.0 or newer")
+endif()
+
+workbook_require_package(CUDAToolkit "install the CUDA toolkit (nvcc, cudart, cuRAND)")
+workbook_require_package(CLI11 "install libcli11-dev (apt) or CLI11 2.x" CONFIG)
+workbook_require_package(nlohmann_json "install nlohmann-json3-dev (apt) or nlohmann_json 3.x" CONFIG)
+if(WORKBOOK_BUILD_TESTS)
+  workbook_require_package(Catch2
+      "install Catch2 v3: on Debian 12 `apt-get install -t bookworm-backports catch2`, elsewhere libcatch2-dev or catch2 >= 3"
+      3 CONFIG)
+endif()
+
+find_package(Python3 COMPONENTS Interpreter)
+find_program(WORKBOOK_COMPUTE_SANITIZER compute-sanitizer
+             HINTS "${CUDAToolkit_BIN_DIR}" "${CUDAToolkit_BIN_DIR}/../compute-sanitizer")

@@ -1,0 +1,87 @@
+// device_buffer.h: owners of GPU memory (cudaMalloc) and page-locked host memory (cudaMallocHost).
+//
+//   workbook::DeviceBuffer<float> d_x(n);      // n floats on the current device
+//   workbook::PinnedBuffer<float> h_x(n);      // n floats of pinned host memory
+//   CUDA_CHECK(cudaMemcpy(d_x.data(), h_x.data(), d_x.bytes(), cudaMemcpyHostToDevice));
+//
+// Move-only: exactly one owner frees each allocation. Destructors never throw; a failed free is
+// reported by the next checked CUDA call, which returns the same sticky error.
+#pragma once
+
+#include "cuda_check.h"
+
+#include <cstddef>
+#include <utility>
+
+namespace workbook {
+
+namespace detail {
+
+struct DeviceAllocator {
+  static void* allocate(std::size_t bytes) {
+    void* p = nullptr;
+    CUDA_CHECK(cudaMalloc(&p, bytes));
+    return p;
+  }
+  static void release(void* p) noexcept { (void)cudaFree(p); }
+};
+
+struct PinnedAllocator {
+  static void* allocate(std::size_t bytes) {
+    void* p = nullptr;
+    CUDA_CHECK(cudaMallocHost(&p, bytes));
+    return p;
+  }
+  static void release(void* p) noexcept { (void)cudaFreeHost(p); }
+};
+
+template <class T, class Allocator>
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(std::size_t count)
+      : data_(count ? static_cast<T*>(Allocator::allocate(count * sizeof(T))) : nullptr), count_(count) {}
+  ~Buffer() { reset(); }
+
+  Buffer(Buffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}
+  Buffer& operator=(Buffer&& other) noexcept {
+    if (this != &other) {
+      reset();
+      data_ = std::exchange(other.data_, nullptr);
+      count_ = std::exchange(other.count_, 0);
+    }
+    return *this;
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  T* data() noexcept { return data_; }
+  const T* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return count_; }
+  std::size_t bytes() const noexcept { return count_ * sizeof(T); }
+  bool empty() const noexcept { return count_ == 0; }
+
+  void reset() noexcept {
+    if (data_ != nullptr) Allocator::release(data_);
+    data_ = nullptr;
+    count_ = 0;
+  }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t count_ = 0;
+};
+
+}  // namespace detail
+
+// Global memory on the device that was current when it was allocated.
+template <class T>
+using DeviceBuffer = detail::Buffer<T, detail::DeviceAllocator>;
+
+// Page-locked host memory: the copy engines read and write it directly, so copies run at full
+// speed and cudaMemcpyAsync from it returns to the host at once.
+template <class T>
+using PinnedBuffer = detail::Buffer<T, detail::PinnedAllocator>;
+
+}  // namespace workbook

@@ -1,0 +1,72 @@
+// stream.h: owners of a CUDA stream and a CUDA event.
+//
+//   workbook::Stream copy_stream;                        // a new non-blocking stream
+//   workbook::Event copied;                              // timing disabled: cheapest to wait on
+//   CUDA_CHECK(cudaEventRecord(copied.get(), copy_stream.get()));
+//   CUDA_CHECK(cudaStreamWaitEvent(compute_stream.get(), copied.get(), 0));
+#pragma once
+
+#include "cuda_check.h"
+
+#include <utility>
+
+namespace workbook {
+
+// A stream created with cudaStreamNonBlocking, so that it does not wait for work on the legacy
+// default stream (stream 0), which is what PyTorch's side streams do as well.
+class Stream {
+ public:
+  Stream() { CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  ~Stream() {
+    if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+  }
+  Stream(Stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
+  Stream& operator=(Stream&& other) noexcept {
+    std::swap(stream_, other.stream_);
+    return *this;
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  cudaStream_t get() const noexcept { return stream_; }
+  void synchronize() const { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+enum class EventTiming { kDisabled, kEnabled };
+
+class Event {
+ public:
+  explicit Event(EventTiming timing = EventTiming::kDisabled) {
+    const unsigned flags = timing == EventTiming::kEnabled ? cudaEventDefault : cudaEventDisableTiming;
+    CUDA_CHECK(cudaEventCreateWithFlags(&event_, flags));
+  }
+  ~Event() {
+    if (event_ != nullptr) (void)cudaEventDestroy(event_);
+  }
+  Event(Event&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
+  Event& operator=(Event&& other) noexcept {
+    std::swap(event_, other.event_);
+    return *this;
+  }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  cudaEvent_t get() const noexcept { return event_; }
+  void record(cudaStream_t stream) const { CUDA_CHECK(cudaEventRecord(event_, stream)); }
+  void synchronize() const { CUDA_CHECK(cudaEventSynchronize(event_)); }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+// Milliseconds between two recorded, completed events (both created with EventTiming::kEnabled).
+inline float elapsed_ms(const Event& start, const Event& stop) {
+  float ms = 0.0f;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+  return ms;
+}
+
+}  // namespace workbook

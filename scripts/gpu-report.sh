@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# gpu-report.sh: on a machine with a GPU, build for that GPU, run every ctest label (compute-
+# sanitizer runs included), then each chapter's benchmark.sh, and print a short summary.
+#
+#   scripts/gpu-report.sh [RESULTS_DIR] [CTEST_REGEX]
+#
+# Everything lands in RESULTS_DIR (default: results/): logs, the chapters' JSON, CSV and plots,
+# and results.tar.gz holding all of it. This is how the numbers in the chapter READMEs are made.
+set -uo pipefail
+source "$(dirname "$0")/env.sh"
+cd "$workbook_root"
+results=$(mkdir -p "${1:-results}" && cd "${1:-results}" && pwd)
+filter=${2:-}
+build=$workbook_root/build-gpu
+export CUDAARCHS=${CUDAARCHS:-native}
+
+{
+  date -u '+%Y-%m-%d %H:%M UTC'
+  nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.max.sm,clocks.max.mem --format=csv
+} | tee "$results/gpu.txt"
+
+if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$results/configure.log" 2>&1; then
+  tail -30 "$results/configure.log"; exit 1
+fi
+if ! cmake --build "$build" -j "$(nproc)" >"$results/build.log" 2>&1; then
+  grep -E -A5 'error|FAILED' "$results/build.log" | head -80; exit 1
+fi
+
+ctest --test-dir "$build" -j 6 --output-on-failure --timeout 900 ${filter:+-R "$filter"} \
+  >"$results/ctest.log" 2>&1
+ctest_status=$?
+
+for dir in [0-9][0-9]_*/; do
+  chapter=${dir%/}
+  [[ -x $chapter/benchmark.sh ]] || continue
+  [[ -z $filter || $chapter =~ $filter ]] || continue
+  mkdir -p "$results/$chapter"
+  echo "== $chapter/benchmark.sh"
+  start=$(date +%s)
+  "$chapter/benchmark.sh" "$build/$chapter" "$results/$chapter" >"$results/$chapter/benchmark.log" 2>&1
+  echo "   exit $? after $(( $(date +%s) - start )) s"
+done
+
+tar -C "$results" --exclude results.tar.gz -czf "$results/results.tar.gz" .
+echo "== ctest (exit $ctest_status)"
+grep -E 'tests passed|tests failed|\(Failed\)|\(Timeout\)|\*\*\*|Label Time|^[a-z]+ += ' "$results/ctest.log" | head -40
+grep -E -c 'Skipped' "$results/ctest.log" | sed 's/^/skipped: /'
+exit $ctest_status

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# install-deps.sh: make sure the build dependencies are present; install the missing ones with apt
+# on Debian/Ubuntu (Catch2 v3 from bookworm-backports on Debian 12), or print the exact command.
+#
+#   scripts/install-deps.sh          (run-chapters.sh and run-tests.sh call it first)
+#
+# Exits 0 when everything is there, 1 with a message when something is missing and cannot be
+# installed from here. Installs nothing that is already present.
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+
+have_cmake_package() {  # name: is <name>Config.cmake (or <lowercase>-config.cmake) installed?
+  local name=$1 dir
+  for dir in /usr/lib/cmake /usr/share/cmake /usr/local/lib/cmake /usr/local/share/cmake \
+             /usr/lib/x86_64-linux-gnu/cmake /usr/lib/aarch64-linux-gnu/cmake /usr/share \
+             ${CMAKE_PREFIX_PATH:+${CMAKE_PREFIX_PATH//:/ }}; do
+    [[ -d $dir ]] || continue
+    if find "$dir" -maxdepth 4 \( -name "${name}Config.cmake" -o -name "${name,,}-config.cmake" \) \
+         2>/dev/null | grep -q .; then
+      return 0
+    fi
+  done
+  return 1
+}
+
+catch2_major() {  # prints the major version of the installed Catch2 CMake package, or nothing
+  find /usr /usr/local ${CMAKE_PREFIX_PATH:+${CMAKE_PREFIX_PATH//:/ }} -maxdepth 6 -name 'Catch2ConfigVersion.cmake' 2>/dev/null |
+    head -1 | xargs -r grep -m1 -oE 'PACKAGE_VERSION "[0-9]+' | grep -oE '[0-9]+$' || true
+}
+
+version_at_least() { [[ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -1)" == "$2" ]]; }
+
+missing=()       # apt packages to install
+backports=()     # apt packages that come from bookworm-backports (Debian 12)
+problems=()      # things apt cannot fix
+
+cmake_version=$(cmake --version 2>/dev/null | awk 'NR==1 {print $3}')
+if [[ -z $cmake_version ]]; then missing+=(cmake)
+elif ! version_at_least "$cmake_version" 3.24; then problems+=("CMake $cmake_version is too old: 3.24 or newer is needed (pip install cmake)")
+fi
+command -v ninja >/dev/null || missing+=(ninja-build)
+command -v g++ >/dev/null || missing+=(g++)
+if ! command -v nvcc >/dev/null; then
+  problems+=("nvcc not found: install the CUDA toolkit 12.0 or newer (it lives in /usr/local/cuda/bin)")
+fi
+have_cmake_package CLI11 || missing+=(libcli11-dev)
+have_cmake_package nlohmann_json || missing+=(nlohmann-json3-dev)
+
+catch2=$(catch2_major)
+if [[ -z $catch2 || $catch2 -lt 3 ]]; then
+  codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+  if [[ $codename == bookworm ]]; then backports+=(libcatch2-dev)
+  elif [[ $codename == bullseye || $codename == jammy || $codename == focal ]]; then
+    problems+=("Catch2 v3 is not packaged for $codename: build it from source (cmake -S Catch2 -B b && cmake --build b --target install)")
+  else missing+=(catch2)
+  fi
+fi
+
+if ((${#problems[@]})); then
+  printf 'error: %s\n' "${problems[@]}" >&2
+  exit 1
+fi
+if ((${#missing[@]} + ${#backports[@]} == 0)); then
+  exit 0
+fi
+
+backports_list=/etc/apt/sources.list.d/workbook-bookworm-backports.list
+commands=("apt-get update")
+if ((${#backports[@]})); then
+  if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    commands=("echo 'deb http://deb.debian.org/debian bookworm-backports main' > $backports_list" "${commands[@]}")
+  fi
+  commands+=("DEBIAN_FRONTEND=noninteractive apt-get install -y -t bookworm-backports ${backports[*]}")
+fi
+if ((${#missing[@]})); then
+  commands+=("DEBIAN_FRONTEND=noninteractive apt-get install -y ${missing[*]}")
+fi
+
+if ! command -v apt-get >/dev/null; then
+  echo "error: missing ${missing[*]} ${backports[*]}; install them with your package manager" >&2
+  exit 1
+fi
+if [[ $(id -u) -eq 0 ]]; then run_as_root=(bash -c)
+elif sudo -n true 2>/dev/null; then run_as_root=(sudo bash -c)
+else
+  echo "error: missing packages; run these as root, then try again:" >&2
+  printf '  sudo sh -c "%s"\n' "${commands[@]}" >&2
+  exit 1
+fi
+echo "Installing: ${backports[*]} ${missing[*]}"
+for command in "${commands[@]}"; do
+  "${run_as_root[@]}" "$command" >/dev/null
+done

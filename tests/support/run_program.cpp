@@ -1,0 +1,108 @@
+// run_program.cpp: posix_spawn with stdout and stderr redirected to temporary files (two pipes
+// read one after the other could deadlock on a chatty program; files cannot).
+#include "run_program.h"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace workbook::testing {
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> merged_environment(const std::map<std::string, std::string>& overrides) {
+  std::vector<std::string> merged;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    const std::string name = entry.substr(0, entry.find('='));
+    if (overrides.count(name) == 0) merged.push_back(entry);
+  }
+  for (const auto& [name, value] : overrides) merged.push_back(name + "=" + value);
+  return merged;
+}
+
+}  // namespace
+
+std::string temp_path(const std::string& stem) {
+  static std::atomic<int> counter{0};
+  const char* dir = std::getenv("TMPDIR");
+  return std::string(dir && *dir ? dir : "/tmp") + "/workbook-" + std::to_string(getpid()) + "-" +
+         std::to_string(counter++) + "-" + stem;
+}
+
+ProgramResult run_program(const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& env) {
+  if (argv.empty()) throw std::invalid_argument("run_program: empty argv");
+  const std::string out_path = temp_path("stdout.txt");
+  const std::string err_path = temp_path("stderr.txt");
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<std::string> environment = merged_environment(env);
+  std::vector<char*> envp;
+  for (std::string& e : environment) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  pid_t pid = 0;
+  const int spawn_error = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawn_error != 0) {
+    throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(spawn_error));
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+  }
+
+  ProgramResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = slurp(out_path);
+  result.err = slurp(err_path);
+  std::remove(out_path.c_str());
+  std::remove(err_path.c_str());
+  return result;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open JSON file " + path);
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error("cannot parse JSON file " + path + ": " + e.what());
+  }
+}
+
+std::string last_line(const std::string& text) {
+  const std::size_t end = text.find_last_not_of("\r\n");
+  if (end == std::string::npos) return "";
+  const std::size_t newline = text.rfind('\n', end);
+  const std::size_t begin = newline == std::string::npos ? 0 : newline + 1;
+  return text.substr(begin, end + 1 - begin);
+}
+
+}  // namespace workbook::testing

@@ -1,0 +1,36 @@
+// run_program.h: run a workbook program the way a reader would, and capture what it printed.
+//
+//   const auto r = run_program({WORKBOOK_PROGRAM, "--quick", "--json", path});
+//   REQUIRE(r.exit_code == 0);
+//   const nlohmann::json j = read_json(path);
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace workbook::testing {
+
+struct ProgramResult {
+  int exit_code = -1;  // the program's exit status; 128 + signal number if a signal killed it
+  std::string out;     // everything it wrote to stdout
+  std::string err;     // everything it wrote to stderr
+};
+
+// Runs argv[0] with the given arguments. `env` adds or replaces environment variables for the
+// child only (an empty value sets the variable to the empty string, as CUDA_VISIBLE_DEVICES="").
+ProgramResult run_program(const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& env = {});
+
+// A fresh path in the temporary directory (the file is not created).
+std::string temp_path(const std::string& stem);
+
+// Parses a JSON file; throws with the path in the message if it cannot be read or parsed.
+nlohmann::json read_json(const std::string& path);
+
+// The last non-empty line of `text` (the PASS / FAIL verdict of a workbook program).
+std::string last_line(const std::string& text);
+
+}  // namespace workbook::testing

@@ -1,0 +1,291 @@
+// test_common.cpp: the shared pieces in common/. Everything tagged neither [gpu] nor [multigpu]
+// runs on a machine with no GPU and no driver.
+#include "compare.h"
+#include "cli.h"
+#include "cuda_check.h"
+#include "device_buffer.h"
+#include "event_timer.h"
+#include "gpu_probe.h"
+#include "gpu_support.h"
+#include "program.h"
+#include "report.h"
+#include "stats.h"
+
+#include <catch2/catch_approx.hpp>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <vector>
+
+using Catch::Matchers::ContainsSubstring;
+using Catch::Matchers::StartsWith;
+using namespace workbook;
+using namespace workbook::testing;
+
+TEST_CASE("CUDA_CHECK throws CudaError naming file, line, expression and error") {
+  const int line = __LINE__ + 2;
+  try {
+    CUDA_CHECK(cudaErrorMemoryAllocation);
+    FAIL("CUDA_CHECK did not throw");
+  } catch (const CudaError& e) {
+    CHECK(e.code() == cudaErrorMemoryAllocation);
+    const std::string expected = std::string(__FILE__) + ":" + std::to_string(line) +
+                                 ": cudaErrorMemoryAllocation failed: cudaErrorMemoryAllocation: out of memory";
+    CHECK(std::string(e.what()) == expected);
+  }
+}
+
+TEST_CASE("CUDA_CHECK is silent on success and evaluates its expression once") {
+  int calls = 0;
+  auto succeed = [&calls] { ++calls; return cudaSuccess; };
+  CHECK_NOTHROW([&] { CUDA_CHECK(succeed()); }());
+  CHECK(calls == 1);
+}
+
+TEST_CASE("summarize gives median, min, max and mean") {
+  SECTION("odd count: the middle sample") {
+    const Stats s = summarize({5.0, 1.0, 3.0});
+    CHECK(s.median == 3.0);
+    CHECK(s.min == 1.0);
+    CHECK(s.max == 5.0);
+    CHECK(s.mean == Catch::Approx(3.0));
+    CHECK(s.count == 3);
+  }
+  SECTION("even count: mean of the two middle samples") {
+    CHECK(summarize({4.0, 1.0, 2.0, 100.0}).median == 3.0);
+  }
+  SECTION("one sample") {
+    const Stats s = summarize({7.5});
+    CHECK(s.median == 7.5);
+    CHECK(s.min == s.max);
+  }
+  SECTION("no samples is an error, not a zero") {
+    CHECK_THROWS_AS(summarize({}), std::invalid_argument);
+  }
+}
+
+TEST_CASE("gigabytes_per_second is bytes over time in units of 1e9 bytes per second") {
+  CHECK(gigabytes_per_second(1e9, 1000.0) == Catch::Approx(1.0));
+  CHECK(gigabytes_per_second(256.0 * 1024 * 1024, 0.1) == Catch::Approx(2684.35456));
+  CHECK_THROWS_AS(gigabytes_per_second(1.0, 0.0), std::invalid_argument);
+}
+
+TEST_CASE("compare uses abs + rel tolerance and lists the first mismatches") {
+  const std::vector<double> want{1.0, 2.0, 100.0, 0.0};
+  SECTION("inside tolerance") {
+    const std::vector<float> got{1.0f, 2.0000001f, 100.00001f, 1e-7f};
+    CHECK(compare(got, want, Tolerance{1e-6, 1e-6}).ok());
+  }
+  SECTION("a mismatch is listed with its index, and the worst error is found") {
+    const std::vector<double> got{1.0, 2.5, 100.0, 0.75};
+    const Comparison c = compare(got, want, Tolerance{1e-6, 1e-6}, 1);
+    CHECK(c.mismatches == 2);
+    REQUIRE(c.first.size() == 1);
+    CHECK(c.first[0].index == 1);
+    CHECK(c.worst_index == 3);
+    CHECK(c.worst_error == 0.75);
+    CHECK_THAT(c.summary(), StartsWith("2 of 4 elements outside tolerance"));
+  }
+  SECTION("NaN never passes") {
+    const std::vector<double> got{1.0, NAN, 100.0, 0.0};
+    const Comparison c = compare(got, want, Tolerance{1e9, 1e9});
+    CHECK(c.mismatches == 1);
+    CHECK(std::isinf(c.worst_error));
+  }
+  SECTION("different lengths fail") {
+    CHECK_FALSE(compare(std::vector<double>{1.0}, want, Tolerance{}).ok());
+  }
+}
+
+TEST_CASE("no-GPU reasons say what is missing") {
+  CHECK(format_cuda_version(13000) == "13.0");
+  CHECK(format_cuda_version(12040) == "12.4");
+  CHECK_THAT(explain_no_gpu(cudaErrorInsufficientDriver, 0, 13000, nullptr),
+             ContainsSubstring("no NVIDIA driver is installed"));
+  CHECK(explain_no_gpu(cudaErrorInsufficientDriver, 12040, 13000, nullptr) ==
+        "the driver supports CUDA 12.4 but this program was built with CUDA 13.0 (update the driver)");
+  CHECK(explain_no_gpu(cudaErrorNoDevice, 13000, 13000, "") ==
+        "no CUDA device is visible (CUDA_VISIBLE_DEVICES=\"\" hides the others)");
+  CHECK(explain_no_gpu(cudaErrorNoDevice, 13000, 13000, nullptr) == "the driver found no CUDA device");
+  CHECK_THAT(explain_no_gpu(cudaErrorUnknown, 13000, 13000, nullptr),
+             StartsWith("cudaGetDeviceCount failed: cudaErrorUnknown"));
+}
+
+TEST_CASE("probe_gpus either finds devices or says why not") {
+  const GpuAvailability gpus = probe_gpus();
+  CHECK(gpus.runtime_version >= 12000);
+  if (gpus.available()) {
+    CHECK(gpus.reason.empty());
+    CHECK(gpus.driver_version >= 12000);
+  } else {
+    CHECK_FALSE(gpus.reason.empty());
+  }
+}
+
+TEST_CASE("a program without a usable GPU exits 77 with one line saying why") {
+  const ProgramResult r = run_program({WORKBOOK_NEEDS_GPU_PROGRAM}, {{"CUDA_VISIBLE_DEVICES", ""}});
+  CHECK(r.exit_code == kExitNoGpu);
+  CHECK_THAT(r.err, StartsWith("needs_gpu needs a CUDA GPU: "));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("guarded_main maps each kind of failure to its exit code") {
+  CHECK(guarded_main("t", [] { return 0; }) == kExitOk);
+  CHECK(guarded_main("t", []() -> int { throw UsageError("--n must be at least 1, got 0"); }) == kExitUsage);
+  CHECK(guarded_main("t", []() -> int { throw NoGpuError("none"); }) == kExitNoGpu);
+  CHECK(guarded_main("t", []() -> int { CUDA_CHECK(cudaErrorInvalidValue); return 0; }) == kExitFailure);
+  CHECK(guarded_main("t", []() -> int { throw std::runtime_error("boom"); }) == kExitFailure);
+}
+
+namespace {
+
+// Runs parse_command_line on a list of arguments, as main would.
+std::optional<int> parse(CLI::App& app, std::vector<std::string> args) {
+  args.insert(args.begin(), "prog");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return parse_command_line(app, static_cast<int>(argv.size()), argv.data());
+}
+
+// Captures what a block writes to std::cout and std::cerr.
+struct CapturedStreams {
+  std::ostringstream out, err;
+  std::streambuf* old_out = std::cout.rdbuf(out.rdbuf());
+  std::streambuf* old_err = std::cerr.rdbuf(err.rdbuf());
+  ~CapturedStreams() {
+    std::cout.rdbuf(old_out);
+    std::cerr.rdbuf(old_err);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("common flags parse, and bad ones map to exit code 2") {
+  CLI::App app{"test"};
+  CommonOptions options;
+  add_common_options(app, options);
+  CapturedStreams captured;
+
+  SECTION("defaults") {
+    CHECK_FALSE(parse(app, {}).has_value());
+    CHECK(options.device == 0);
+    CHECK_FALSE(options.json.has_value());
+    CHECK_FALSE(options.quick);
+  }
+  SECTION("--json alone means stdout") {
+    CHECK_FALSE(parse(app, {"--json", "--quick", "--device", "1"}).has_value());
+    CHECK(options.json == "-");
+    CHECK(options.quick);
+    CHECK(options.device == 1);
+  }
+  SECTION("--json FILE") {
+    CHECK_FALSE(parse(app, {"--json", "out.json"}).has_value());
+    CHECK(options.json == "out.json");
+  }
+  SECTION("--help exits 0") { CHECK(parse(app, {"--help"}) == kExitOk); }
+  SECTION("unknown flag exits 2 with one line") {
+    CHECK(parse(app, {"--bogus"}) == kExitUsage);
+    CHECK_THAT(captured.err.str(), StartsWith("error: ") && ContainsSubstring("--bogus"));
+  }
+  SECTION("a value that is not a number exits 2") { CHECK(parse(app, {"--device", "x"}) == kExitUsage); }
+}
+
+TEST_CASE("range checks say the flag, the limit and the value") {
+  CHECK_NOTHROW(require_at_least("--points", 2L, 2L));
+  try {
+    require_at_least("--points", -1L, 2L);
+    FAIL("no throw");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()) == "--points must be at least 2, got -1");
+  }
+  CHECK_THROWS_WITH(require_at_most("--size", 9, 8), "--size must be at most 8, got 9");
+  CHECK_THROWS_WITH(require_positive("--lr", 0.0), "--lr must be a finite number greater than 0, got 0");
+  CHECK_THROWS_AS(require_positive("--lr", NAN), UsageError);
+  CHECK_THROWS_AS(require_positive("--lr", INFINITY), UsageError);
+  CHECK_NOTHROW(require_positive("--lr", 0.01));
+}
+
+TEST_CASE("Report prints PASS or FAIL last and writes the JSON object") {
+  CapturedStreams captured;
+  SECTION("passing run with a JSON file") {
+    const std::string path = temp_path("report.json");
+    Report report("demo", path);
+    report.json()["answer"] = 42;
+    report.out() << "a human line\n";
+    report.check(true, "never shown");
+    CHECK(report.finish() == kExitOk);
+    CHECK(last_line(captured.out.str()) == "PASS");
+    const nlohmann::json j = read_json(path);
+    CHECK(j["program"] == "demo");
+    CHECK(j["answer"] == 42);
+    CHECK(j["passed"] == true);
+    CHECK(j["failures"].empty());
+    std::remove(path.c_str());
+  }
+  SECTION("failing run names the first failure and counts the rest") {
+    Report report("demo", std::nullopt);
+    report.check(false, "w differs from the reference");
+    report.check(false, "b differs from the reference");
+    CHECK(report.finish() == kExitFailure);
+    CHECK(last_line(captured.out.str()) == "FAIL: w differs from the reference (and 1 more)");
+  }
+  SECTION("JSON on stdout moves the human report to stderr") {
+    Report report("demo", std::string("-"));
+    report.out() << "human\n";
+    CHECK(report.finish() == kExitOk);
+    CHECK(nlohmann::json::parse(captured.out.str())["passed"] == true);
+    CHECK(last_line(captured.err.str()) == "PASS");
+  }
+  SECTION("an unwritable JSON path is an error") {
+    Report report("demo", std::string("/nonexistent-dir/x.json"));
+    CHECK_THROWS_WITH(report.finish(), StartsWith("cannot write --json file '/nonexistent-dir/x.json'"));
+  }
+}
+
+TEST_CASE("an empty DeviceBuffer makes no CUDA call") {
+  DeviceBuffer<float> empty(0);
+  CHECK(empty.data() == nullptr);
+  CHECK(empty.bytes() == 0);
+  DeviceBuffer<float> moved = std::move(empty);
+  CHECK(moved.empty());
+}
+
+TEST_CASE("device and pinned buffers round-trip data and move ownership", "[gpu]") {
+  require_gpus(1);
+  const std::size_t n = 1000003;
+  PinnedBuffer<int> host(n);
+  for (std::size_t i = 0; i < n; ++i) host.data()[i] = static_cast<int>(i * 2654435761u);
+  DeviceBuffer<int> device(n);
+  CUDA_CHECK(cudaMemcpy(device.data(), host.data(), device.bytes(), cudaMemcpyHostToDevice));
+  DeviceBuffer<int> owner = std::move(device);
+  CHECK(device.data() == nullptr);
+  std::vector<int> back(n, -1);
+  CUDA_CHECK(cudaMemcpy(back.data(), owner.data(), owner.bytes(), cudaMemcpyDeviceToHost));
+  CHECK(std::equal(back.begin(), back.end(), host.data()));
+}
+
+TEST_CASE("time_on_stream times every repeat with events", "[gpu]") {
+  require_gpus(1);
+  Stream stream;
+  DeviceBuffer<char> a(64 << 20), b(64 << 20);
+  CUDA_CHECK(cudaMemsetAsync(a.data(), 1, a.bytes(), stream.get()));
+  const Stats t = time_on_stream(stream.get(), Repeats{2, 9}, [&] {
+    CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), a.bytes(), cudaMemcpyDeviceToDevice, stream.get()));
+  });
+  CHECK(t.count == 9);
+  CHECK(t.min > 0.0);
+  CHECK(t.min <= t.median);
+  CHECK(t.median <= t.max);
+}
+
+TEST_CASE("use_device names the devices that exist when the index is wrong", "[gpu]") {
+  require_gpus(1);
+  CHECK_NOTHROW(use_device(0));
+  CHECK_THROWS_WITH(use_device(999), StartsWith("--device 999: cudaErrorInvalidDevice: invalid device ordinal; "
+                                                "this machine has "));
+}
