@@ -22,8 +22,10 @@ export CUDAARCHS=${CUDAARCHS:-native}
 if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$results/configure.log" 2>&1; then
   tail -30 "$results/configure.log"; exit 1
 fi
-if ! cmake --build "$build" -j "$(nproc)" >"$results/build.log" 2>&1; then
-  grep -E -A5 'error|FAILED' "$results/build.log" | head -80; exit 1
+# Keep going past a chapter that does not build, so that the others still get tested.
+if ! cmake --build "$build" -j "$(nproc)" -- -k 0 >"$results/build.log" 2>&1; then
+  echo "== build errors (the tests of these targets will fail)"
+  grep -E -A5 'error|FAILED' "$results/build.log" | head -60
 fi
 
 ctest --test-dir "$build" -j 6 --output-on-failure --timeout 900 ${filter:+-R "$filter"} \
