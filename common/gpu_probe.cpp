@@ -15,17 +15,17 @@ std::string format_cuda_version(int version) {
 std::string explain_no_gpu(cudaError_t status, int driver_version, int runtime_version,
                            const char* visible_devices) {
   if (driver_version == 0) {
-    return "no NVIDIA driver is installed (the CUDA runtime could not load libcuda.so)";
+    return "no NVIDIA driver is installed: the CUDA runtime could not load libcuda.so";
   }
   if (status == cudaErrorInsufficientDriver) {
     return "the driver supports CUDA " + format_cuda_version(driver_version) +
            " but this program was built with CUDA " + format_cuda_version(runtime_version) +
-           " (update the driver)";
+           ": update the driver";
   }
   if (status == cudaErrorNoDevice || status == cudaSuccess) {
     if (visible_devices != nullptr) {
-      return std::string("no CUDA device is visible (CUDA_VISIBLE_DEVICES=\"") + visible_devices +
-             "\" hides the others)";
+      return std::string("no CUDA device is visible: CUDA_VISIBLE_DEVICES=\"") + visible_devices +
+             "\" hides them";
     }
     return "the driver found no CUDA device";
   }

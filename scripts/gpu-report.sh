@@ -4,14 +4,17 @@
 #
 #   scripts/gpu-report.sh [RESULTS_DIR] [CTEST_REGEX]
 #
-# Everything lands in RESULTS_DIR (default: results/): logs, the chapters' JSON, CSV and plots,
-# and results.tar.gz holding all of it. This is how the numbers in the chapter READMEs are made.
+# RESULTS_DIR (default: results/) receives two files: results.tar.gz, holding every log and each
+# chapter's text output, JSON, CSV and plots, and summary.txt, the short table printed last.
+# This is how the numbers in the chapter READMEs are made.
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$workbook_root"
-results=$(mkdir -p "${1:-results}" && cd "${1:-results}" && pwd)
+destination=$(mkdir -p "${1:-results}" && cd "${1:-results}" && pwd)
 filter=${2:-}
 build=$workbook_root/build-gpu
+results=$build/report
+rm -rf "$results" && mkdir -p "$results"
 export CUDAARCHS=${CUDAARCHS:-native}
 
 {
@@ -43,8 +46,11 @@ for dir in [0-9][0-9]_*/; do
   echo "   exit $? after $(( $(date +%s) - start )) s"
 done
 
-tar -C "$results" --exclude results.tar.gz -czf "$results/results.tar.gz" .
-echo "== ctest (exit $ctest_status)"
-grep -E 'tests passed|tests failed|\(Failed\)|\(Timeout\)|\*\*\*|Label Time|^[a-z]+ += ' "$results/ctest.log" | head -40
-grep -E -c 'Skipped' "$results/ctest.log" | sed 's/^/skipped: /'
+{
+  echo "== ctest (exit $ctest_status)"
+  grep -E 'tests passed|tests failed|\(Failed\)|\(Timeout\)|\*\*\*|^[a-z]+ += ' "$results/ctest.log" | head -40
+  grep -E -c '\(Skipped\)' "$results/ctest.log" | sed 's/^/skipped: /'
+} | tee "$results/summary.txt"
+tar -C "$results" -czf "$destination/results.tar.gz" .
+cp "$results/summary.txt" "$destination/"
 exit $ctest_status

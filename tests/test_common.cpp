@@ -107,9 +107,9 @@ TEST_CASE("no-GPU reasons say what is missing") {
   CHECK_THAT(explain_no_gpu(cudaErrorInsufficientDriver, 0, 13000, nullptr),
              ContainsSubstring("no NVIDIA driver is installed"));
   CHECK(explain_no_gpu(cudaErrorInsufficientDriver, 12040, 13000, nullptr) ==
-        "the driver supports CUDA 12.4 but this program was built with CUDA 13.0 (update the driver)");
+        "the driver supports CUDA 12.4 but this program was built with CUDA 13.0: update the driver");
   CHECK(explain_no_gpu(cudaErrorNoDevice, 13000, 13000, "") ==
-        "no CUDA device is visible (CUDA_VISIBLE_DEVICES=\"\" hides the others)");
+        "no CUDA device is visible: CUDA_VISIBLE_DEVICES=\"\" hides them");
   CHECK(explain_no_gpu(cudaErrorNoDevice, 13000, 13000, nullptr) == "the driver found no CUDA device");
   CHECK_THAT(explain_no_gpu(cudaErrorUnknown, 13000, 13000, nullptr),
              StartsWith("cudaGetDeviceCount failed: cudaErrorUnknown"));

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# benchmark.sh BUILD_DIR RESULTS_DIR: the full run whose output the README shows
+# (scripts/gpu-report.sh calls this on a GPU machine).
+set -euo pipefail
+build=$1 results=$2
+mkdir -p "$results"
+"$build/device_query" --json "$results/device_query.json" | tee "$results/device_query.txt"
+# What PyTorch reports for the same questions, for the README's side-by-side.
+python3 - <<'PY' | tee "$results/torch_cuda.txt" || echo "(PyTorch not available)"
+import torch
+print("torch", torch.__version__, "built with CUDA", torch.version.cuda)
+print("torch.cuda.is_available()  ", torch.cuda.is_available())
+print("torch.cuda.device_count()  ", torch.cuda.device_count())
+print("torch.cuda.current_device()", torch.cuda.current_device())
+print("torch.cuda.get_device_name()", torch.cuda.get_device_name())
+p = torch.cuda.get_device_properties(0)
+print("get_device_properties(0)   ", p)
+free, total = torch.cuda.mem_get_info()
+print(f"torch.cuda.mem_get_info()   free {free / 2**30:.2f} GiB, total {total / 2**30:.2f} GiB")
+x = torch.empty(2**30, dtype=torch.uint8, device="cuda")
+print(f"after a 1 GiB tensor:        allocated {torch.cuda.memory_allocated() / 2**30:.2f} GiB, "
+      f"reserved {torch.cuda.memory_reserved() / 2**30:.2f} GiB, driver free {torch.cuda.mem_get_info()[0] / 2**30:.2f} GiB")
+del x
+print(f"after del:                   allocated {torch.cuda.memory_allocated() / 2**30:.2f} GiB, "
+      f"reserved {torch.cuda.memory_reserved() / 2**30:.2f} GiB, driver free {torch.cuda.mem_get_info()[0] / 2**30:.2f} GiB")
+torch.cuda.empty_cache()
+print(f"after empty_cache():         allocated {torch.cuda.memory_allocated() / 2**30:.2f} GiB, "
+      f"reserved {torch.cuda.memory_reserved() / 2**30:.2f} GiB, driver free {torch.cuda.mem_get_info()[0] / 2**30:.2f} GiB")
+PY

@@ -1,0 +1,79 @@
+// device_query.h: the questions torch.cuda asks the CUDA runtime, as plain functions.
+//
+//   torch.cuda.get_device_properties(i)    -> query_device(i)
+//   torch.cuda.can_device_access_peer(a,b) -> peer_access_matrix(n)[a][b]
+//   torch.cuda.mem_get_info()              -> memory_info()
+//   memory_allocated() / memory_reserved() -> measure_memory_accounting(): a stream-ordered memory
+//                                             pool plays PyTorch's caching allocator
+//
+// Nothing here launches a kernel; chapter 02 is where data moves.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace device_query {
+
+// What one device reports. Fields that CUDA 13 dropped from cudaDeviceProp (the clocks) are read
+// with cudaDeviceGetAttribute.
+struct DeviceReport {
+  int index = 0;
+  std::string name;
+  std::string pci_bus_id;  // domain:bus:device.function, as nvidia-smi prints it
+  int major = 0, minor = 0;
+  int multiprocessors = 0;
+  std::size_t total_global_mem = 0;  // bytes
+  std::size_t free_global_mem = 0;   // bytes, cudaMemGetInfo at query time
+  int l2_cache_bytes = 0;
+  std::size_t shared_mem_per_block = 0;        // default limit
+  std::size_t shared_mem_per_block_optin = 0;  // after cudaFuncSetAttribute
+  std::size_t shared_mem_per_multiprocessor = 0;
+  int registers_per_block = 0;
+  int registers_per_multiprocessor = 0;
+  int warp_size = 0;
+  int max_threads_per_block = 0;
+  int max_threads_per_multiprocessor = 0;
+  std::array<int, 3> max_block_dim{};
+  std::array<int, 3> max_grid_dim{};
+  int async_engine_count = 0;  // copy engines: 2 means H2D and D2H can run at the same time
+  int sm_clock_khz = 0;        // peak
+  int memory_clock_khz = 0;    // peak
+  int memory_bus_width_bits = 0;
+  bool ecc_enabled = false;
+  bool unified_addressing = false;
+  bool concurrent_kernels = false;
+  bool cooperative_launch = false;
+};
+
+DeviceReport query_device(int device);
+
+// Theoretical peak DRAM bandwidth in GB/s: two transfers per memory clock (double data rate) over
+// a bus of `bus_width_bits`. Only a ceiling: copies reach 80-90% of it (chapter 02).
+double peak_memory_bandwidth_gbps(int memory_clock_khz, int bus_width_bits);
+
+// matrix[a][b] is true when device a can read and write device b's memory directly (P2P).
+std::vector<std::vector<bool>> peer_access_matrix(int device_count);
+
+struct MemoryInfo {
+  std::size_t free = 0;   // bytes, as cudaMemGetInfo (and torch.cuda.mem_get_info) report
+  std::size_t total = 0;
+};
+MemoryInfo memory_info();  // for the current device
+
+// One step of the accounting walk-through: what the driver sees (cudaMemGetInfo) and what the
+// pool reports, the analogues of memory_allocated() ("used") and memory_reserved() ("reserved").
+struct AccountingStep {
+  std::string what;
+  std::size_t driver_free = 0;
+  std::size_t pool_used = 0;
+  std::size_t pool_reserved = 0;
+};
+
+// On the current device: cudaMalloc / cudaFree of `bytes`, then the same through a stream-ordered
+// pool that keeps freed memory (like PyTorch's caching allocator), then a trim of the pool
+// (torch.cuda.empty_cache()). Returns the steps in order.
+std::vector<AccountingStep> measure_memory_accounting(std::size_t bytes);
+
+}  // namespace device_query

@@ -1,0 +1,172 @@
+// test_01_device_query.cpp: device_query's answers, checked against sources other than itself:
+// the CUDA runtime in this test process, nvidia-smi, and PyTorch.
+#include "device_query.h"
+
+#include "gpu_support.h"
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/catch_approx.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <sstream>
+
+using Catch::Matchers::ContainsSubstring;
+using Catch::Matchers::StartsWith;
+using workbook::testing::ProgramResult;
+using workbook::testing::run_program;
+
+namespace {
+
+nlohmann::json run_quick_json(const std::map<std::string, std::string>& env = {}) {
+  const std::string path = workbook::testing::temp_path("device_query.json");
+  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick", "--json", path}, env);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(workbook::testing::last_line(r.out) == "PASS");
+  nlohmann::json j = workbook::testing::read_json(path);
+  std::remove(path.c_str());
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("peak memory bandwidth is two transfers per clock over the bus width") {
+  // H100 SXM: 2619 MHz HBM3 on a 5120-bit bus is the datasheet's 3.35 TB/s.
+  CHECK(device_query::peak_memory_bandwidth_gbps(2'619'000, 5120) == Catch::Approx(3352.32));
+  CHECK(device_query::peak_memory_bandwidth_gbps(1'000'000, 64) == Catch::Approx(16.0));
+  CHECK(device_query::peak_memory_bandwidth_gbps(0, 5120) == 0.0);
+}
+
+TEST_CASE("with every device hidden, 'not available' is an answer: exit 0 and the reason") {
+  const std::string path = workbook::testing::temp_path("device_query.json");
+  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--json", path}, {{"CUDA_VISIBLE_DEVICES", ""}});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, ContainsSubstring("CUDA available: no ("));
+  CHECK(workbook::testing::last_line(r.out) == "PASS");
+  const nlohmann::json j = workbook::testing::read_json(path);
+  CHECK(j["cuda_available"] == false);
+  CHECK(j["device_count"] == 0);
+  CHECK_FALSE(j["reason"].get<std::string>().empty());
+  std::remove(path.c_str());
+}
+
+TEST_CASE("bad flags are refused with one line and exit 2") {
+  for (const auto& args : {std::vector<std::string>{"--bogus"}, {"--device", "abc"}, {"--json", "a", "b"}}) {
+    std::vector<std::string> argv{WORKBOOK_PROGRAM};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProgramResult r = run_program(argv);
+    CAPTURE(args, r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, StartsWith("error: "));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+}
+
+TEST_CASE("--help exits 0 and lists the flags") {
+  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--help"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, ContainsSubstring("--device") && ContainsSubstring("--json") && ContainsSubstring("--quick"));
+}
+
+TEST_CASE("a device index that does not exist exits 2 naming the devices that do", "[gpu]") {
+  workbook::testing::require_gpus(1);
+  for (const char* index : {"999", "-1"}) {
+    const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--device", index});
+    CAPTURE(index, r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, ContainsSubstring("invalid device ordinal") && ContainsSubstring("this machine has") &&
+                          ContainsSubstring("0 ("));
+  }
+}
+
+TEST_CASE("device count and properties agree with the runtime in another process", "[gpu]") {
+  workbook::testing::require_gpus(1);
+  const nlohmann::json j = run_quick_json();
+  int count = 0;
+  REQUIRE(cudaGetDeviceCount(&count) == cudaSuccess);
+  CHECK(j["cuda_available"] == true);
+  CHECK(j["device_count"] == count);
+  CHECK(j["current_device"] == 0);
+  REQUIRE(j["devices"].size() == static_cast<std::size_t>(count));
+  for (const auto& d : j["devices"]) {
+    cudaDeviceProp prop{};
+    REQUIRE(cudaGetDeviceProperties(&prop, d["index"].get<int>()) == cudaSuccess);
+    CHECK(d["name"] == std::string(prop.name));
+    CHECK(d["total_global_mem_bytes"] == prop.totalGlobalMem);
+    CHECK(d["multiprocessors"] == prop.multiProcessorCount);
+    CHECK(d["warp_size"] == 32);
+    CHECK(d["free_global_mem_bytes"].get<std::size_t>() <= prop.totalGlobalMem);
+    CHECK(d["peak_memory_bandwidth_gbps"].get<double>() > 100.0);
+  }
+}
+
+TEST_CASE("CUDA_VISIBLE_DEVICES renumbers: one visible device is device 0", "[gpu]") {
+  workbook::testing::require_gpus(1);
+  const nlohmann::json j = run_quick_json({{"CUDA_VISIBLE_DEVICES", "0"}});
+  CHECK(j["device_count"] == 1);
+  CHECK(j["devices"].size() == 1);
+}
+
+TEST_CASE("name and memory agree with nvidia-smi", "[gpu]") {
+  workbook::testing::require_gpus(1);
+  const nlohmann::json j = run_quick_json();
+  for (const auto& d : j["devices"]) {
+    const ProgramResult smi = run_program({"nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader,nounits",
+                                           "--id=" + d["pci_bus_id"].get<std::string>()});
+    if (smi.exit_code != 0) SKIP("nvidia-smi is not available: " << smi.err);
+    std::istringstream fields(smi.out);
+    std::string name, total_mib;
+    std::getline(fields, name, ',');
+    std::getline(fields, total_mib);
+    CHECK(d["name"] == name);
+    // nvidia-smi counts the whole framebuffer; the runtime leaves out what the driver reserves
+    // (a few hundred MiB on an 80-141 GB card).
+    const double smi_bytes = std::stod(total_mib) * 1024 * 1024;
+    const double cuda_bytes = d["total_global_mem_bytes"].get<double>();
+    CHECK(cuda_bytes <= smi_bytes);
+    CHECK(cuda_bytes >= 0.97 * smi_bytes);
+  }
+}
+
+TEST_CASE("memory accounting: the driver sees cudaMalloc, the pool keeps freed memory until trimmed", "[gpu]") {
+  workbook::testing::require_gpus(1);
+  const nlohmann::json j = run_quick_json();
+  const auto& acc = j["memory_accounting"];
+  const auto bytes = acc["buffer_bytes"].get<std::size_t>();
+  const auto& steps = acc["steps"];
+  REQUIRE(steps.size() == 6);
+  CHECK(steps[3]["pool_used_bytes"] == bytes);
+  CHECK(steps[4]["pool_used_bytes"] == 0);
+  CHECK(steps[4]["pool_reserved_bytes"].get<std::size_t>() >= bytes);
+  CHECK(steps[5]["pool_reserved_bytes"] == 0);
+}
+
+TEST_CASE("device_query agrees with PyTorch's torch.cuda", "[pytorch]") {
+  workbook::testing::require_gpus(1);
+  workbook::testing::require_torch_cuda(WORKBOOK_PYTHON);
+  const std::string script =
+      "import json, torch\n"
+      "p = [torch.cuda.get_device_properties(i) for i in range(torch.cuda.device_count())]\n"
+      "print(json.dumps({'count': torch.cuda.device_count(), 'current': torch.cuda.current_device(),\n"
+      "  'devices': [{'name': x.name, 'total': x.total_memory, 'sms': x.multi_processor_count,\n"
+      "               'cc': f'{x.major}.{x.minor}', 'l2': x.L2_cache_size} for x in p]}))\n";
+  const ProgramResult torch = run_program({WORKBOOK_PYTHON, "-c", script});
+  INFO(torch.err);
+  REQUIRE(torch.exit_code == 0);
+  const nlohmann::json t = nlohmann::json::parse(torch.out);
+  const nlohmann::json j = run_quick_json();
+  CHECK(j["device_count"] == t["count"]);
+  CHECK(j["current_device"] == t["current"]);
+  for (std::size_t i = 0; i < t["devices"].size(); ++i) {
+    CAPTURE(i);
+    CHECK(j["devices"][i]["name"] == t["devices"][i]["name"]);
+    CHECK(j["devices"][i]["total_global_mem_bytes"] == t["devices"][i]["total"]);
+    CHECK(j["devices"][i]["multiprocessors"] == t["devices"][i]["sms"]);
+    CHECK(j["devices"][i]["compute_capability"] == t["devices"][i]["cc"]);
+    CHECK(j["devices"][i]["l2_cache_bytes"] == t["devices"][i]["l2"]);
+  }
+}
