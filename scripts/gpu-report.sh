@@ -2,7 +2,10 @@
 # gpu-report.sh: on a machine with a GPU, build for that GPU, run every ctest label (compute-
 # sanitizer runs included), then each chapter's benchmark.sh, and print a short summary.
 #
-#   scripts/gpu-report.sh [RESULTS_DIR] [CTEST_REGEX]
+#   scripts/gpu-report.sh [RESULTS_DIR] [REGEX]
+#
+# REGEX (e.g. '^02_') limits the build to the chapters whose directory matches it, and ctest and
+# the benchmarks to the matching tests and chapters.
 #
 # RESULTS_DIR (default: results/) receives two files: results.tar.gz, holding every log and each
 # chapter's text output, JSON, CSV and plots, and summary.txt, the short table printed last.
@@ -22,7 +25,8 @@ export CUDAARCHS=${CUDAARCHS:-native}
   nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.max.sm,clocks.max.mem --format=csv
 } | tee "$results/gpu.txt"
 
-if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$results/configure.log" 2>&1; then
+if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWORKBOOK_CHAPTER_FILTER="$filter" \
+     >"$results/configure.log" 2>&1; then
   tail -30 "$results/configure.log"; exit 1
 fi
 # Keep going past a chapter that does not build, so that the others still get tested.
