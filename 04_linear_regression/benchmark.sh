@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# benchmark.sh BUILD_DIR RESULTS_DIR: chapter 04's full measurement on a GPU machine.
+# The CUDA and CPU versions (5M points, 200 epochs), the PyTorch script on cuda and cpu, then the
+# plots and the README table (summary.md). Every program's text output is kept beside its JSON.
+set -euo pipefail
+build=$1
+results=$2
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$results"
+status=0
+
+"$build/linear_regression" --json "$results/cuda.json" | tee "$results/cuda.txt" || status=1
+"$build/linear_regression" --device cpu --json "$results/cpu.json" | tee "$results/cpu.txt" || status=1
+python3 "$here/pytorch_regression.py" --device cuda --json "$results/pytorch_cuda.json" \
+  | tee "$results/pytorch_cuda.txt" || status=1
+python3 "$here/pytorch_regression.py" --device cpu --json "$results/pytorch_cpu.json" \
+  | tee "$results/pytorch_cpu.txt" || status=1
+# The divergence case, for the README: stops with "diverged at epoch k" and exit 1.
+"$build/linear_regression" --lr 1.0 >"$results/diverge.txt" 2>&1 && status=1 || true
+python3 "$here/plot_regression.py" "$results" | tee "$results/summary.txt" || status=1
+exit $status

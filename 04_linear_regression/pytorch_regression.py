@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""pytorch_regression.py: the PyTorch side of chapter 04, the same problem as `linear_regression`.
+
+The same data (X = i * 2e-6 in float32, y = 0.7 X + 0.3, first 80% train), the same model
+(nn.Linear(1, 1) from w = 0.83, b = 0.7645), loss (nn.MSELoss), optimizer (torch.optim.SGD) and
+epochs, on cpu or cuda; prints the loss every --print-every epochs and writes the same JSON
+fields as the C++ program. Timing as there: the whole epoch loop (loss.item() reads included),
+warm-up runs first, then the median of repeated runs (CUDA events on cuda, the host clock on cpu).
+
+    python3 pytorch_regression.py --device cuda --json pytorch_cuda.json
+    python3 pytorch_regression.py --device cpu
+"""
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+
+import torch
+from torch import nn
+
+DIVERGENCE_FACTOR = 1e10  # as regression.h: the loss is not finite or > 1e10 x the first loss
+
+
+def make_data(points, noise, seed, device):
+    # Two float32 roundings per y (a product, then a sum), as the C++ data kernel does.
+    x = torch.arange(points, dtype=torch.float32, device=device) * 2e-6
+    y = x * 0.7 + 0.3
+    if noise > 0:  # torch's own generator: the same distribution, not the same numbers as cuRAND
+        g = torch.Generator(device=device).manual_seed(seed)
+        y = y + noise * torch.randn(points, generator=g, device=device)
+    train = points // 5 * 4 + points % 5 * 4 // 5
+    return x[:train, None], y[:train, None], x[train:, None], y[train:, None]
+
+
+class Timer:
+    """CUDA events on a GPU, the host clock on the CPU."""
+
+    def __init__(self, device):
+        self.cuda = device.type == "cuda"
+
+    def mark(self):
+        if self.cuda:
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            return e
+        return time.perf_counter()
+
+    def ms(self, a, b):
+        if self.cuda:
+            return a.elapsed_time(b)
+        return (b - a) * 1e3
+
+
+def train(args, data, device, log=None, time_steps=False):
+    x_train, y_train, x_test, y_test = data
+    model = nn.Linear(1, 1).to(device)
+    with torch.no_grad():
+        model.weight.fill_(0.83)
+        model.bias.fill_(0.7645)
+    loss_fn = nn.MSELoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
+    timer = Timer(device)
+    steps = {"forward": [], "loss": [], "backward": [], "step": []}
+    losses, diverged_at, first = [], None, None
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    start = timer.mark()
+    for epoch in range(args.epochs):
+        t0 = timer.mark() if time_steps else None
+        y_pred = model(x_train)
+        t1 = timer.mark() if time_steps else None
+        loss = loss_fn(y_pred, y_train)
+        t2 = timer.mark() if time_steps else None
+        optimizer.zero_grad()
+        loss.backward()
+        t3 = timer.mark() if time_steps else None
+        optimizer.step()
+        if time_steps:
+            t4 = timer.mark()
+            for name, (a, b) in zip(steps, ((t0, t1), (t1, t2), (t2, t3), (t3, t4))):
+                steps[name].append((a, b))
+        if epoch % args.print_every == 0:
+            value = loss.item()  # the loop's only synchronization, as in the C++ version
+            first = value if first is None else first
+            if not math.isfinite(value) or value > DIVERGENCE_FACTOR * first:
+                diverged_at = epoch
+                break
+            losses.append({"epoch": epoch, "loss": value})
+            if log is not None:
+                print(f"  epoch {epoch:4d}  loss {value:.7g}", file=log, flush=True)
+    stop = timer.mark()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    result = {"training_ms": timer.ms(start, stop), "losses": losses, "diverged_at": diverged_at}
+    if diverged_at is None:
+        with torch.no_grad():
+            result["test_mse"] = loss_fn(model(x_test), y_test).item()
+        result["w"] = model.weight.item()
+        result["b"] = model.bias.item()
+    if time_steps:
+        result["per_epoch_ms"] = {
+            name: statistics.median(timer.ms(a, b) for a, b in marks) for name, marks in steps.items()
+        }
+        result["per_epoch_ms"]["total"] = sum(result["per_epoch_ms"].values())
+    return result
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default="cuda", help="cpu, cuda or cuda:N")
+    p.add_argument("--points", type=int, default=5_000_000)
+    p.add_argument("--epochs", type=int, default=200)
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--noise", type=float, default=0.0)
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--print-every", type=int, default=10)
+    p.add_argument("--json", nargs="?", const="-", help="write the results as JSON to FILE (- for stdout)")
+    p.add_argument("--quick", action="store_true", help="20011 points, 60 epochs, few repeats")
+    p.add_argument("--repeats", type=int, default=None, help="timed runs (default 10 on cuda, 3 on cpu)")
+    args = p.parse_args()
+    if args.quick:
+        args.points, args.epochs = 20_011, 60
+    for bad, what in ((args.points < 2, f"--points must be at least 2, got {args.points}"),
+                      (args.epochs < 1, f"--epochs must be at least 1, got {args.epochs}"),
+                      (not math.isfinite(args.lr) or args.lr <= 0, f"--lr must be finite and > 0, got {args.lr}"),
+                      (not args.noise >= 0, f"--noise must be at least 0, got {args.noise}"),
+                      (args.print_every < 1, f"--print-every must be at least 1, got {args.print_every}")):
+        if bad:
+            print(f"error: {what}", file=sys.stderr)
+            return 2
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        print("pytorch_regression needs a CUDA GPU: torch.cuda.is_available() is False", file=sys.stderr)
+        return 77
+    log = sys.stderr if args.json == "-" else sys.stdout
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({torch.get_num_threads()} threads)"
+    train_points = args.points // 5 * 4 + args.points % 5 * 4 // 5
+    print(f"pytorch_regression: torch {torch.__version__}, {args.points} points ({train_points} train), "
+          f"{args.epochs} epochs, lr {args.lr}, on {device} ({name})", file=log)
+    data = make_data(args.points, args.noise, args.seed, device)
+
+    result = train(args, data, device, log=log, time_steps=True)
+    out = {"program": "pytorch_regression", "implementation": "pytorch", "device": str(device), "device_name": name,
+           "torch_version": torch.__version__, "points": args.points, "train_points": train_points,
+           "test_points": args.points - train_points, "epochs": args.epochs, "lr": args.lr, "noise": args.noise,
+           "seed": args.seed, "print_every": args.print_every}
+    out.update({k: v for k, v in result.items() if k != "training_ms"})
+    if result["diverged_at"] is not None:
+        print(f"diverged at epoch {result['diverged_at']}", file=log)
+        out.update(passed=False, failures=[f"diverged at epoch {result['diverged_at']}"])
+        code = 1
+    else:
+        warmup = 2 if device.type == "cuda" else 1
+        repeats = args.repeats or (2 if args.quick else 10 if device.type == "cuda" else 3)
+        times = [train(args, data, device)["training_ms"] for _ in range(warmup + repeats)][warmup:]
+        out["training_ms"] = {"median": statistics.median(times), "min": min(times), "max": max(times),
+                              "repeats": repeats}
+        print(f"final: w {result['w']:.9g}, b {result['b']:.9g}, test MSE {result['test_mse']:.9g}", file=log)
+        print(f"training time, {args.epochs} epochs: {out['training_ms']['median']:.4g} ms median "
+              f"(min {min(times):.4g}, max {max(times):.4g}) over {repeats} runs after {warmup} warm-up", file=log)
+        print("per-epoch time of each step (median over the epochs of the first run):", file=log)
+        for k, v in result["per_epoch_ms"].items():
+            print(f"  {k:10s}{v:10.4f} ms", file=log)
+        out.update(passed=True, failures=[])
+        code = 0
+    if args.json:
+        text = json.dumps(out, indent=2) + "\n"
+        if args.json == "-":
+            sys.stdout.write(text)
+        else:
+            with open(args.json, "w") as f:
+                f.write(text)
+    print("PASS" if code == 0 else f"FAIL: diverged at epoch {result['diverged_at']}", file=log)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

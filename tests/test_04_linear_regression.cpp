@@ -1,0 +1,302 @@
+// test_04_linear_regression.cpp: chapter 04's checks. Untagged cases run without a GPU (data,
+// split, reference, CPU version, the program's --device cpu and usage errors); [gpu] cases train
+// on the GPU at boundary sizes; [pytorch] compares the CUDA run with the PyTorch script.
+#include "gpu_support.h"
+#include "linear_regression.cuh"
+#include "regression.h"
+#include "exit_codes.h"
+#include "stream.h"
+
+#include <catch2/catch_approx.hpp>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+using Catch::Matchers::ContainsSubstring;
+using Catch::Matchers::StartsWith;
+using namespace workbook;
+using namespace workbook::regression;
+using namespace workbook::testing;
+
+namespace {
+
+double rel(double got, double want) { return std::fabs(got - want) / std::fabs(want); }
+
+// got matches the float64 reference within the chapter's tolerances (w, b, printed losses, test MSE).
+void require_matches_reference(const TrainingResult& got, const TrainingResult& want, const Config& config) {
+  REQUIRE_FALSE(got.diverged_at);
+  REQUIRE_FALSE(want.diverged_at);
+  CAPTURE(got.w, want.w, got.b, want.b);
+  CHECK(within(got.w, want.w, kParameterTolerance));
+  CHECK(within(got.b, want.b, kParameterTolerance));
+  CHECK(within(got.test_mse, want.test_mse, kLossTolerance));
+  for (int e : printed_epochs(config.epochs, config.print_every)) {
+    CAPTURE(e, got.losses.at(e), want.losses.at(e));
+    CHECK(within(got.losses.at(e), want.losses.at(e), kLossTolerance));
+  }
+}
+
+// A tiny well-conditioned problem: x = 0..3 train, x = 4 test, y = 0.7 x + 0.3 exactly.
+Dataset tiny_dataset() {
+  Dataset d;
+  d.x = {0.0f, 1.0f, 2.0f, 3.0f, 4.0f};
+  for (float x : d.x) d.y.push_back(0.7f * x + 0.3f);
+  d.split = {4, 1};
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("split: the first 80% by index train, at least one point tests") {
+  CHECK(split_of(2).train == 1);
+  CHECK(split_of(2).test == 1);
+  CHECK(split_of(5).train == 4);
+  CHECK(split_of(1023).train == 818);  // floor(0.8 * 1023) = floor(818.4)
+  CHECK(split_of(5'000'000).train == 4'000'000);
+  CHECK(split_of(5'000'000).test == 1'000'000);
+  CHECK(split_of(10'000'000'003).train == 8'000'000'002);
+}
+
+TEST_CASE("data: X = i * 2e-6 and y = 0.7 X + 0.3 in float32, noise from cuRAND's host generator") {
+  Config config;
+  config.points = 1001;
+  const Dataset clean = make_dataset_cpu(config);
+  CHECK(clean.x[0] == 0.0f);
+  CHECK(clean.x[500] == 500.0f * 0.000002f);
+  CHECK(clean.y[0] == 0.3f);
+  CHECK(std::fabs(clean.y[1000] - (0.7 * 0.002 + 0.3)) < 1e-7);
+  CHECK(x_at(4'999'999) < 10.0f);
+
+  config.noise = 0.5;
+  const Dataset noisy = make_dataset_cpu(config);
+  const Dataset again = make_dataset_cpu(config);
+  CHECK(noisy.y == again.y);  // same seed, same numbers
+  double sum = 0.0, sum_sq = 0.0;
+  for (std::size_t i = 0; i < noisy.y.size(); ++i) {
+    const double d = noisy.y[i] - clean.y[i];
+    sum += d;
+    sum_sq += d * d;
+  }
+  const double mean = sum / noisy.y.size();
+  CHECK(std::fabs(mean) < 0.06);  // 4 standard errors of 0.5 / sqrt(1001)
+  CHECK(std::sqrt(sum_sq / noisy.y.size()) == Catch::Approx(0.5).epsilon(0.1));
+  config.seed = 7;
+  CHECK(make_dataset_cpu(config).y != noisy.y);
+}
+
+TEST_CASE("validate refuses bad input with the flag's name") {
+  auto refused = [](auto change) {
+    Config c;
+    change(c);
+    try {
+      validate(c);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK_THAT(refused([](Config& c) { c.points = 1; }), StartsWith("--points must be at least 2"));
+  CHECK_THAT(refused([](Config& c) { c.epochs = 0; }), StartsWith("--epochs must be at least 1"));
+  CHECK_THAT(refused([](Config& c) { c.lr = 0.0; }), StartsWith("--lr must be a finite number greater than 0"));
+  CHECK_THAT(refused([](Config& c) { c.lr = NAN; }), StartsWith("--lr"));
+  CHECK_THAT(refused([](Config& c) { c.lr = INFINITY; }), StartsWith("--lr"));
+  CHECK_THAT(refused([](Config& c) { c.noise = -0.1; }), StartsWith("--noise must be"));
+  CHECK_THAT(refused([](Config& c) { c.print_every = 0; }), StartsWith("--print-every"));
+  CHECK(refused([](Config&) {}) == "accepted");
+}
+
+TEST_CASE("reference: the first epoch by hand, and convergence to w = 0.7, b = 0.3") {
+  const Dataset d = tiny_dataset();
+  Config config;
+  config.epochs = 1;
+  const TrainingResult one = train_reference(d, config);
+  // r_i = 0.13 x_i + 0.4645 (up to the float32 rounding of the data): loss, then one SGD step.
+  double loss = 0.0, gw = 0.0, gb = 0.0;
+  for (int i = 0; i < 4; ++i) {
+    const double r = double(0.83f) * d.x[i] + double(0.7645f) - d.y[i];  // float32 start values
+    loss += r * r / 4;
+    gw += 2 * r * d.x[i] / 4;
+    gb += 2 * r / 4;
+  }
+  CHECK(one.losses.at(0) == Catch::Approx(loss).epsilon(1e-12));
+  CHECK(one.w == Catch::Approx(double(0.83f) - 0.01 * gw).epsilon(1e-12));
+  CHECK(one.b == Catch::Approx(double(0.7645f) - 0.01 * gb).epsilon(1e-12));
+
+  config.epochs = 5000;
+  config.lr = 0.05;
+  const TrainingResult many = train_reference(d, config);
+  CHECK(std::fabs(many.w - 0.7) < 1e-6);
+  CHECK(std::fabs(many.b - 0.3) < 1e-6);
+  const TrainingResult cpu = train_cpu(d, config);
+  CHECK(std::fabs(cpu.w - 0.7) < 1e-5);
+  CHECK(std::fabs(cpu.b - 0.3) < 1e-5);
+}
+
+TEST_CASE("CPU version at the article's size matches the float64 reference") {
+  const Config config;  // 5M points, 200 epochs, lr 0.01
+  const Dataset d = make_dataset_cpu(config);
+  const TrainingResult want = train_reference(d, config);
+  const TrainingResult got = train_cpu(d, config, {}, StepTiming::kOn);
+  require_matches_reference(got, want, config);
+  CHECK(rel(got.w, want.w) < 1e-6);  // the measured margin is about 100x (README)
+  REQUIRE(got.step_times);
+  CHECK(got.step_times->total() > 0.0);
+}
+
+TEST_CASE("divergence at lr = 1.0 is caught at the same epoch by the reference and the CPU version") {
+  Config config;
+  config.lr = 1.0;
+  const Dataset d = make_dataset_cpu(config);
+  const TrainingResult want = train_reference(d, config);
+  const TrainingResult got = train_cpu(d, config);
+  REQUIRE(want.diverged_at);
+  REQUIRE(got.diverged_at);
+  CHECK(*got.diverged_at == *want.diverged_at);
+  CHECK(*got.diverged_at < 20);
+}
+
+TEST_CASE("program --device cpu: PASS, JSON with the PyTorch script's fields") {
+  const std::string json = temp_path("cpu.json");
+  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--device", "cpu", "--quick", "--json", json});
+  REQUIRE(r.exit_code == 0);
+  CHECK(last_line(r.out) == "PASS");
+  CHECK_THAT(r.out, ContainsSubstring("epoch   10  loss"));
+  const nlohmann::json j = read_json(json);
+  for (const char* key : {"w", "b", "test_mse", "losses", "training_ms", "per_epoch_ms", "points", "epochs", "lr"}) {
+    CAPTURE(key);
+    CHECK(j.contains(key));
+  }
+  CHECK(j["losses"].size() == 6);  // 60 epochs, printed every 10
+  CHECK(j["per_epoch_ms"].contains("backward"));
+}
+
+TEST_CASE("program: bad input is one line and exit 2, divergence is exit 1 without NaN") {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--points", "1"}, {"--epochs", "0"}, {"--lr", "0"}, {"--lr", "-1"}, {"--lr", "nan"},
+        {"--lr", "inf"}, {"--noise", "-1"}, {"--device", "gpu"}, {"--points", "x"}}) {
+    std::vector<std::string> argv{WORKBOOK_PROGRAM};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProgramResult r = run_program(argv);
+    CAPTURE(args, r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.out.empty());
+  }
+  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--device", "cpu", "--lr", "1.0"});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.out, ContainsSubstring("diverged at epoch 4"));
+  CHECK(last_line(r.out) == "FAIL: diverged at epoch 4");
+  CHECK_FALSE(Catch::Matchers::ContainsSubstring("nan").match(r.out));
+  CHECK_FALSE(Catch::Matchers::ContainsSubstring("inf").match(r.out));
+}
+
+TEST_CASE("program without a usable GPU exits 77 with one line") {
+  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick"}, {{"CUDA_VISIBLE_DEVICES", ""}});
+  CHECK(r.exit_code == 77);
+  CHECK(r.out.empty());
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+TEST_CASE("GPU training matches the reference and the host data at boundary sizes", "[gpu]") {
+  require_gpus(1);
+  const std::int64_t points = GENERATE(2, 5, 1023, 1024, 1025, 2048 * 256 + 1, 1'000'003);
+  CAPTURE(points);
+  Config config;
+  config.points = points;
+  Stream stream;
+  GpuRegression gpu(config, stream.get());
+  const Dataset d = gpu.copy_dataset();
+  CHECK(d.x == make_dataset_cpu(config).x);  // bit for bit: same float32 operations
+  CHECK(d.y == make_dataset_cpu(config).y);
+  const TrainingResult want = train_reference(d, config);
+  const TrainingResult got = gpu.train({}, StepTiming::kOn);
+  require_matches_reference(got, want, config);
+  require_matches_reference(train_cpu(d, config), want, config);
+  const TrainingResult again = gpu.train();
+  CHECK(again.w == got.w);  // deterministic reductions: bit-identical
+  CHECK(again.b == got.b);
+  CHECK(again.losses == got.losses);
+}
+
+TEST_CASE("GPU: bit-identical across instances; cuRAND noise equals the host generator's", "[gpu]") {
+  require_gpus(1);
+  Config config;
+  config.points = 300'007;
+  config.noise = 0.1;
+  Stream stream;
+  GpuRegression first(config, stream.get());
+  GpuRegression second(config, stream.get());
+  const TrainingResult a = first.train();
+  const TrainingResult b = second.train();
+  CHECK(a.w == b.w);
+  CHECK(a.b == b.b);
+  const Dataset on_gpu = first.copy_dataset();
+  const Dataset on_host = make_dataset_cpu(config);
+  const Comparison c = compare(on_gpu.y, on_host.y, Tolerance{1e-6, 1e-6});
+  CAPTURE(c.summary());
+  CHECK(c.ok());
+  require_matches_reference(a, train_reference(on_gpu, config), config);
+}
+
+TEST_CASE("GPU divergence stops the loop at the reference's epoch", "[gpu]") {
+  require_gpus(1);
+  Config config;
+  config.lr = 1.0;
+  config.print_every = 1;  // a sync every epoch: the first divergent epoch is seen at once
+  Stream stream;
+  GpuRegression gpu(config, stream.get());
+  const TrainingResult want = train_reference(gpu.copy_dataset(), config);
+  const TrainingResult got = gpu.train();
+  REQUIRE(got.diverged_at);
+  CHECK(*got.diverged_at == *want.diverged_at);
+}
+
+TEST_CASE("program on the GPU: PASS, divergence, out-of-memory and bad index", "[gpu]") {
+  const std::string json = temp_path("cuda.json");
+  const ProgramResult ok = run_program({WORKBOOK_PROGRAM, "--quick", "--json", json});
+  skip_if_no_gpu(ok);
+  CHECK(ok.exit_code == 0);
+  CHECK(last_line(ok.out) == "PASS");
+  CHECK(read_json(json)["implementation"] == "cuda");
+
+  const ProgramResult diverged = run_program({WORKBOOK_PROGRAM, "--lr", "1.0"});
+  CHECK(diverged.exit_code == 1);
+  CHECK_THAT(diverged.out, ContainsSubstring("diverged at epoch"));
+  CHECK_FALSE(Catch::Matchers::ContainsSubstring("nan").match(diverged.out));
+
+  const ProgramResult huge = run_program({WORKBOOK_PROGRAM, "--points", "100000000000"});
+  CAPTURE(huge.err);
+  CHECK(huge.exit_code == 1);
+  CHECK_THAT(huge.err, ContainsSubstring("needs") && ContainsSubstring("MiB are free"));
+  CHECK(std::count(huge.err.begin(), huge.err.end(), '\n') == 1);
+
+  const ProgramResult bad = run_program({WORKBOOK_PROGRAM, "--device", "cuda:99", "--quick"});
+  CHECK(bad.exit_code == 2);
+}
+
+TEST_CASE("the CUDA run and PyTorch on the same GPU agree on w and b", "[pytorch]") {
+  require_torch_cuda(WORKBOOK_PYTHON);
+  const std::string ours = temp_path("cuda.json");
+  const std::string theirs = temp_path("torch.json");
+  const ProgramResult a = run_program({WORKBOOK_PROGRAM, "--json", ours});
+  skip_if_no_gpu(a);
+  REQUIRE(a.exit_code == 0);
+  const ProgramResult b = run_program({WORKBOOK_PYTHON, std::string(WORKBOOK_CHAPTER_DIR) + "/pytorch_regression.py",
+                                       "--device", "cuda", "--repeats", "2", "--json", theirs});
+  CAPTURE(b.err);
+  REQUIRE(b.exit_code == 0);
+  const nlohmann::json c = read_json(ours), t = read_json(theirs);
+  CAPTURE(c["w"].get<double>(), t["w"].get<double>(), c["b"].get<double>(), t["b"].get<double>());
+  CHECK(within(t["w"].get<double>(), c["w"].get<double>(), kParameterTolerance));
+  CHECK(within(t["b"].get<double>(), c["b"].get<double>(), kParameterTolerance));
+  REQUIRE(c["losses"].size() == t["losses"].size());
+  for (std::size_t i = 0; i < c["losses"].size(); ++i) {
+    CHECK(t["losses"][i]["epoch"] == c["losses"][i]["epoch"]);
+    CHECK(within(t["losses"][i]["loss"].get<double>(), c["losses"][i]["loss"].get<double>(), kLossTolerance));
+  }
+}
