@@ -143,7 +143,8 @@ void memory_accounting(workbook::Report& report, std::size_t bytes) {
   // Steps: 0 start, 1 cudaMalloc, 2 cudaFree, 3 pool alloc, 4 pool free, 5 pool trim. The driver's
   // free memory is shared by every process on the GPU, so each check compares two neighbouring
   // steps (microseconds apart) and asks for a change of at least half the buffer: another
-  // process creating its context meanwhile cannot fake or hide that.
+  // process creating its context meanwhile rarely fakes or hides that (the ctest cases of this
+  // chapter run alone for the same reason).
   auto gained = [&](int from, int to) {  // driver free memory gained from step `from` to `to`
     return static_cast<double>(steps[to].driver_free) - static_cast<double>(steps[from].driver_free);
   };

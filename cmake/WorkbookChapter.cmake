@@ -5,7 +5,9 @@
 #       [LIBRARY <sources...>]        kernels, launchers and *_cpu twins -> target <program>_core
 #       [LINK <targets...>]           extra libraries, e.g. CUDA::curand
 #       [SMOKE_LABELS <labels...>]    ctest labels of `<program> --quick` (default: gpu)
-#       [SANITIZE_ARGS <args...>])    arguments under compute-sanitizer (default: --quick)
+#       [SANITIZE_ARGS <args...>]     arguments under compute-sanitizer (default: --quick)
+#       [RUN_SERIAL])                 the program measures device-wide state (free memory, say):
+#                                     ctest runs its tests, Catch2 cases included, alone
 #
 # Every program exits 77 when it has no usable GPU; ctest reports that as skipped.
 
@@ -25,7 +27,7 @@ endif()
 set(WORKBOOK_SANITIZER_TOOLS memcheck racecheck initcheck synccheck)
 
 function(workbook_add_chapter program)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "PROGRAM;LIBRARY;LINK;SMOKE_LABELS;SANITIZE_ARGS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "RUN_SERIAL" "" "PROGRAM;LIBRARY;LINK;SMOKE_LABELS;SANITIZE_ARGS")
   if(NOT arg_PROGRAM)
     message(FATAL_ERROR "workbook_add_chapter(${program}): PROGRAM sources are required")
   endif()
@@ -47,9 +49,15 @@ function(workbook_add_chapter program)
   add_executable(${program} ${arg_PROGRAM})
   target_link_libraries(${program} PRIVATE ${core} workbook::common ${arg_LINK} workbook::policy)
 
+  set(serial FALSE)
+  if(arg_RUN_SERIAL)
+    set(serial TRUE)
+    set_property(GLOBAL APPEND PROPERTY WORKBOOK_SERIAL_PROGRAMS ${program})  # for tests/
+  endif()
+
   add_test(NAME "${chapter}: smoke --quick" COMMAND ${program} --quick)
   set_tests_properties("${chapter}: smoke --quick" PROPERTIES
-      LABELS "${arg_SMOKE_LABELS}" SKIP_RETURN_CODE 77 TIMEOUT 300)
+      LABELS "${arg_SMOKE_LABELS}" SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL ${serial})
 
   if(WORKBOOK_COMPUTE_SANITIZER)
     foreach(tool IN LISTS WORKBOOK_SANITIZER_TOOLS)
@@ -61,7 +69,8 @@ function(workbook_add_chapter program)
       add_test(NAME "${name}"
                COMMAND "${WORKBOOK_COMPUTE_SANITIZER}" --tool ${tool} ${extra} --error-exitcode 99
                        $<TARGET_FILE:${program}> ${arg_SANITIZE_ARGS})
-      set_tests_properties("${name}" PROPERTIES LABELS sanitize SKIP_RETURN_CODE 77 TIMEOUT 600)
+      set_tests_properties("${name}" PROPERTIES LABELS sanitize SKIP_RETURN_CODE 77 TIMEOUT 600
+                           RUN_SERIAL ${serial})
     endforeach()
   endif()
 endfunction()
