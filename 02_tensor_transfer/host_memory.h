@@ -1,0 +1,55 @@
+// host_memory.h: the three kinds of host memory a copy can start from or land in, and the byte
+// patterns the chapter uses to prove that a copy moved every byte.
+//
+//   transfer::HostBuffer src(bytes, transfer::HostMemory::kPinned);   // cudaMallocHost
+//   transfer::fill_pattern(src.data(), src.bytes(), /*seed=*/7);
+//
+//   kPageable    std::malloc: what a plain torch.empty(...) on the CPU gives you. The driver must
+//                stage every copy through its own page-locked bounce buffer.
+//   kPinned      cudaMallocHost: what Tensor.pin_memory() and DataLoader(pin_memory=True) give you.
+//                The copy engine reads and writes it directly.
+//   kRegistered  std::malloc, then cudaHostRegister: memory you already have, page-locked in place.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace transfer {
+
+enum class HostMemory { kPageable, kPinned, kRegistered };
+
+inline constexpr HostMemory kAllHostMemoryKinds[] = {HostMemory::kPageable, HostMemory::kPinned,
+                                                     HostMemory::kRegistered};
+
+const char* host_memory_name(HostMemory kind);  // "pageable", "pinned", "registered"
+
+// Owns `bytes` of host memory of one kind. A pageable buffer makes no CUDA call, so it works on a
+// machine without a driver. Zero bytes allocates nothing. Move-only; the destructor never throws.
+class HostBuffer {
+ public:
+  HostBuffer() = default;
+  HostBuffer(std::size_t bytes, HostMemory kind);
+  ~HostBuffer() { release(); }
+  HostBuffer(HostBuffer&& other) noexcept;
+  HostBuffer& operator=(HostBuffer&& other) noexcept;
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+
+  std::byte* data() noexcept { return data_; }
+  const std::byte* data() const noexcept { return data_; }
+  std::size_t bytes() const noexcept { return bytes_; }
+  HostMemory kind() const noexcept { return kind_; }
+
+ private:
+  void release() noexcept;
+  std::byte* data_ = nullptr;
+  std::size_t bytes_ = 0;
+  HostMemory kind_ = HostMemory::kPageable;
+};
+
+// Fills `bytes` with a pattern that depends on `seed` and on every byte's position, so that a
+// copy that drops, repeats or shifts any part of the buffer cannot match it (a constant fill
+// would hide all three). About 1 ns per 8 bytes.
+void fill_pattern(std::byte* data, std::size_t bytes, std::uint64_t seed);
+
+}  // namespace transfer

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""plot_transfer.py: bandwidth vs copy size from tensor_transfer's and pytorch_transfer.py's JSON.
+
+    python3 plot_transfer.py tensor_transfer.json pytorch_transfer.json transfer_bandwidth.png
+
+Draws H2D and D2H GB/s against size for the three kinds of host memory (tensor_transfer) and for
+PyTorch's pinned non_blocking copy, then prints the issue's "numbers to reach" from the same run.
+"""
+import json
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+MiB = 1 << 20
+
+
+def series(rows, kind, direction):
+    pts = sorted((r["bytes"], r["gbps"]) for r in rows if r["kind"] == kind and r["direction"] == direction)
+    return [b for b, _ in pts], [g for _, g in pts]
+
+
+def rate(rows, kind, direction, nbytes):
+    return next((r["gbps"] for r in rows if r["kind"] == kind and r["direction"] == direction and r["bytes"] == nbytes),
+                None)
+
+
+def main():
+    if len(sys.argv) != 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    with open(sys.argv[1]) as f:
+        cpp = json.load(f)
+    with open(sys.argv[2]) as f:
+        torch_run = json.load(f)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    styles = {"pageable": ("tab:red", "o"), "pinned": ("tab:blue", "s"), "registered": ("tab:green", "^")}
+    for ax, direction in zip(axes, ("h2d", "d2h")):
+        for kind, (color, marker) in styles.items():
+            x, y = series(cpp["bandwidth"], kind, direction)
+            ax.plot(x, y, color=color, marker=marker, markersize=4, label=f"{kind} (tensor_transfer)")
+        x, y = series(torch_run["bandwidth"], "pinned", direction)
+        ax.plot(x, y, color="black", linestyle="--", marker="x", markersize=5,
+                label="PyTorch pinned, non_blocking=True")
+        x, y = series(torch_run["bandwidth"], "pageable", direction)
+        ax.plot(x, y, color="gray", linestyle=":", label="PyTorch pageable")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([1 << k for k in range(12, 31, 2)])
+        ax.set_xticklabels(["4K", "16K", "64K", "256K", "1M", "4M", "16M", "64M", "256M", "1G"])
+        ax.set_xlabel("bytes per copy")
+        ax.set_title(f"{'host to device (H2D)' if direction == 'h2d' else 'device to host (D2H)'}")
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].set_ylabel("GB/s (1e9 bytes/s), median")
+    axes[1].legend(loc="lower right", fontsize=8)
+    fig.suptitle(f"Copy bandwidth on {cpp['device']['name']}")
+    fig.tight_layout()
+    fig.savefig(sys.argv[3], dpi=110)
+    print(f"wrote {sys.argv[3]}")
+
+    print("numbers to reach (same run):")
+    met = True
+    for direction in ("h2d", "d2h"):
+        ours = rate(cpp["bandwidth"], "pinned", direction, 256 * MiB)
+        theirs = rate(torch_run["bandwidth"], "pinned", direction, 256 * MiB)
+        best = max(r["gbps"] for r in cpp["bandwidth"] if r["direction"] == direction)
+        if ours is None or theirs is None:
+            print(f"  {direction}: no 256 MiB measurement (a --quick run?)")
+            continue
+        ok = ours >= theirs and ours >= 0.9 * best
+        met = met and ok
+        print(f"  pinned {direction.upper()} 256 MiB: {ours:.2f} GB/s; PyTorch pinned non_blocking {theirs:.2f} GB/s "
+              f"({100 * ours / theirs:.2f}%); best measured {best:.2f} GB/s ({100 * ours / best:.1f}%): "
+              f"{'met' if ok else 'NOT met'}")
+    speedup = cpp["random_tensor"]["speedup"]
+    print(f"  random {cpp['random_tensor']['bytes'] // MiB} MiB tensor made on the GPU: {speedup:.0f}x faster than "
+          f"made on the host and copied (target 10x): {'met' if speedup >= 10 else 'NOT met'}; PyTorch: "
+          f"{torch_run['random_tensor']['speedup']:.0f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

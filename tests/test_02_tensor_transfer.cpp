@@ -1,0 +1,404 @@
+// test_02_tensor_transfer.cpp: chapter 02, where a tensor lives and what moving it costs.
+//
+// Untagged cases (ctest label cpu) need no GPU and no driver: tensor metadata, the bandwidth
+// arithmetic, the host generator and the program's flag checks. [gpu] cases copy real bytes;
+// the [pytorch] case runs pytorch_transfer.py --quick.
+#include "bandwidth.h"
+#include "host_memory.h"
+#include "tensor.h"
+#include "tensor_transfer.cuh"
+
+#include "cuda_check.h"
+#include "device_buffer.h"
+#include "gpu_support.h"
+#include "stream.h"
+
+#include <catch2/catch_approx.hpp>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+using Catch::Matchers::ContainsSubstring;
+using Catch::Matchers::StartsWith;
+using namespace transfer;
+using namespace workbook::testing;
+
+namespace {
+
+bool same_bytes(const void* a, const void* b, std::size_t n) { return n == 0 || std::memcmp(a, b, n) == 0; }
+
+std::size_t count_lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------- cpu
+
+TEST_CASE("Device: index -1 is the host, N >= 0 is GPU N, spelled as torch.device prints it") {
+  CHECK(Device::cpu().index == -1);
+  CHECK(Device::cpu().is_cpu());
+  CHECK(Device::cuda().index == 0);
+  CHECK(Device::cuda(3).is_cuda());
+  CHECK(Device::cpu().str() == "cpu");
+  CHECK(Device::cuda(1).str() == "cuda:1");
+  CHECK(Device::cuda(2) == Device{2});
+  CHECK(Device::cpu() != Device::cuda(0));
+  CHECK_THROWS_AS(Device::cuda(-1), std::invalid_argument);
+}
+
+TEST_CASE("parse_device accepts cpu, cuda and cuda:N and nothing else") {
+  CHECK(parse_device("cpu") == Device::cpu());
+  CHECK(parse_device("cuda") == Device::cuda(0));
+  CHECK(parse_device("cuda:0") == Device::cuda(0));
+  CHECK(parse_device("cuda:12") == Device::cuda(12));
+  for (const char* bad : {"", "gpu", "cuda:", "cuda:-1", "cuda:1x", "CUDA:0", "cuda:99999999999", "cpu:0"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(parse_device(bad), std::invalid_argument);
+  }
+}
+
+TEST_CASE("shape arithmetic: numel, nbytes, and refusals") {
+  CHECK(numel_of({}) == 1);  // a scalar
+  CHECK(numel_of({0}) == 0);
+  CHECK(numel_of({3, 1000, 257}) == 771000);
+  CHECK(numel_of({7, 0, 5}) == 0);
+  CHECK_THROWS_AS(numel_of({2, -1}), std::invalid_argument);
+  CHECK_THROWS_AS(numel_of({1LL << 40, 1LL << 40}), std::invalid_argument);
+  CHECK(shape_str({}) == "[]");
+  CHECK(shape_str({2, 3}) == "[2, 3]");
+  CHECK(element_size(DType::kFloat32) == 4);
+  CHECK(element_size(DType::kFloat64) == 8);
+  CHECK(element_size(DType::kInt32) == 4);
+  CHECK(element_size(DType::kUInt8) == 1);
+  CHECK(std::string(dtype_name(DType::kFloat32)) == "float32");
+}
+
+TEST_CASE("a host tensor keeps its metadata on the host and needs no GPU") {
+  Tensor x = Tensor::empty({4, 5}, DType::kFloat64, Device::cpu());
+  CHECK(x.numel() == 20);
+  CHECK(x.nbytes() == 160);
+  CHECK(x.get_device() == -1);
+  CHECK_FALSE(x.is_cuda());
+  CHECK_FALSE(x.is_pinned());
+  CHECK(x.data_ptr() != nullptr);
+
+  SECTION("to() the device it is on returns the same storage, as PyTorch does") {
+    CHECK(x.to(Device::cpu()).shares_storage_with(x));
+    CHECK(x.cpu().shares_storage_with(x));
+  }
+  SECTION("copy_ between host tensors copies every byte") {
+    fill_pattern(static_cast<std::byte*>(x.data_ptr()), x.nbytes(), 5);
+    Tensor y = Tensor::empty({20}, DType::kFloat64, Device::cpu());
+    y.copy_(x);
+    CHECK_FALSE(y.shares_storage_with(x));
+    CHECK(same_bytes(y.data_ptr(), x.data_ptr(), x.nbytes()));
+  }
+  SECTION("copy_ refuses a different dtype or element count") {
+    Tensor wrong_count = Tensor::empty({21}, DType::kFloat64, Device::cpu());
+    Tensor wrong_type = Tensor::empty({20}, DType::kFloat32, Device::cpu());
+    CHECK_THROWS_WITH(wrong_count.copy_(x), ContainsSubstring("does not fit"));
+    CHECK_THROWS_AS(wrong_type.copy_(x), std::invalid_argument);
+  }
+  SECTION("an empty tensor has no storage bytes and copies as a no-op") {
+    Tensor e = Tensor::empty({0, 3}, DType::kFloat32, Device::cpu());
+    CHECK(e.nbytes() == 0);
+    CHECK(e.data_ptr() == nullptr);
+    CHECK_NOTHROW(e.copy_(Tensor::empty({0}, DType::kFloat32, Device::cpu())));
+  }
+  SECTION("registered memory is not a tensor allocation kind") {
+    CHECK_THROWS_AS(Tensor::empty({1}, DType::kUInt8, Device::cpu(), HostMemory::kRegistered), std::invalid_argument);
+  }
+}
+
+TEST_CASE("a pageable HostBuffer makes no CUDA call and moves its ownership") {
+  HostBuffer none(0, HostMemory::kPageable);
+  CHECK(none.data() == nullptr);
+  HostBuffer a(100, HostMemory::kPageable);
+  std::byte* p = a.data();
+  HostBuffer b = std::move(a);
+  CHECK(a.data() == nullptr);
+  CHECK(b.data() == p);
+  CHECK(b.bytes() == 100);
+  CHECK(std::string(host_memory_name(HostMemory::kRegistered)) == "registered");
+}
+
+TEST_CASE("fill_pattern depends on the seed and on every byte's position, tail included") {
+  const std::size_t n = GENERATE(1, 7, 8, 9, 17, 4097);
+  CAPTURE(n);
+  std::vector<std::byte> a(n), b(n), c(n);
+  fill_pattern(a.data(), n, 1);
+  fill_pattern(b.data(), n, 1);
+  fill_pattern(c.data(), n, 2);
+  CHECK(a == b);
+  CHECK(a != c);
+  if (n >= 16) {  // a copy shifted by one word must not match
+    CHECK_FALSE(std::equal(a.begin() + 8, a.end(), a.begin()));
+  }
+}
+
+TEST_CASE("transfer_sizes doubles from min to max, both powers of two") {
+  const auto sizes = transfer_sizes(4 * kKiB, 64 * kMiB);
+  REQUIRE(sizes.size() == 15);
+  CHECK(sizes.front() == 4096);
+  CHECK(sizes.back() == 64 * kMiB);
+  CHECK(transfer_sizes(4 * kKiB, kGiB).size() == 19);
+  CHECK(transfer_sizes(8, 8) == std::vector<std::size_t>{8});
+  CHECK_THROWS_AS(transfer_sizes(0, 8), std::invalid_argument);
+  CHECK_THROWS_AS(transfer_sizes(4096, 3000), std::invalid_argument);
+  CHECK_THROWS_AS(transfer_sizes(8192, 4096), std::invalid_argument);
+  CHECK(is_power_of_two(1));
+  CHECK_FALSE(is_power_of_two(0));
+  CHECK_FALSE(is_power_of_two(96));
+}
+
+TEST_CASE("repeats_for keeps the base count for small copies and at least 3 for large ones") {
+  CHECK(repeats_for(4 * kKiB, 20).timed == 20);
+  CHECK(repeats_for(16 * kMiB, 20).timed == 20);
+  CHECK(repeats_for(32 * kMiB, 20).timed == 10);
+  CHECK(repeats_for(kGiB, 20).timed == 3);
+  CHECK(repeats_for(4 * kKiB, 1).timed == 3);
+  CHECK(repeats_for(4 * kKiB, 20).warmup == 2);
+  CHECK(repeats_for(kGiB, 20).warmup == 1);
+}
+
+TEST_CASE("bandwidth arithmetic: GB/s, ms per GiB and break-even copies") {
+  // 256 MiB in 5 ms is 53.7 GB/s (1e9 bytes per second, as nvbandwidth and PyTorch benchmarks use).
+  CHECK(workbook::gigabytes_per_second(256.0 * kMiB, 5.0) == Catch::Approx(53.687).epsilon(1e-4));
+  CHECK(ms_per_gib(25.0, 256 * kMiB) == Catch::Approx(100.0));
+  CHECK_THROWS_AS(ms_per_gib(1.0, 0), std::invalid_argument);
+
+  CHECK(break_even_copies(100.0, 30.0, 5.0) == 4L);   // 25 ms saved per copy: 4 copies cover 100 ms
+  CHECK(break_even_copies(100.0, 30.0, 10.0) == 5L);  // exactly 5
+  CHECK(break_even_copies(0.0, 30.0, 5.0) == 0L);     // free pinning pays at once
+  CHECK(break_even_copies(-3.0, 30.0, 5.0) == 0L);    // cheaper than malloc + touch
+  CHECK_FALSE(break_even_copies(100.0, 5.0, 5.0).has_value());  // no saving: never
+  CHECK_FALSE(break_even_copies(100.0, 5.0, 6.0).has_value());
+
+  CHECK(format_bytes(4097) == "4097 B");
+  CHECK(format_bytes(4096) == "4 KiB");
+  CHECK(format_bytes(256 * kMiB) == "256 MiB");
+  CHECK(format_bytes(kGiB) == "1 GiB");
+  CHECK(format_bytes(kGiB + kMiB) == "1025 MiB");
+}
+
+TEST_CASE("fill_normal_cpu draws Normal(0, 1), repeatably, odd counts included") {
+  const std::size_t n = 1000001;
+  std::vector<float> a(n, NAN), b(n, NAN);
+  fill_normal_cpu(a.data(), n, 3);
+  fill_normal_cpu(b.data(), n, 3);
+  CHECK(a == b);
+  CHECK(std::none_of(a.begin(), a.end(), [](float v) { return !std::isfinite(v); }));
+  const MeanStd m = mean_std_cpu(a.data(), n);
+  CHECK(std::fabs(m.mean) < 6e-3);
+  CHECK(std::fabs(m.std - 1.0) < 6e-3);
+  const std::vector<float> known{1.0f, 3.0f};
+  CHECK(mean_std_cpu(known.data(), 2).mean == 2.0);
+  CHECK(mean_std_cpu(known.data(), 2).std == 1.0);
+}
+
+TEST_CASE("the program refuses bad flags with one line and exit code 2, before touching the GPU") {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const Case cases[] = {
+      {{"--repeats", "0"}, "--repeats must be at least 1, got 0"},
+      {{"--max-mib", "100"}, "--max-mib must be a power of two, got 100"},
+      {{"--max-mib", "2048"}, "--max-mib must be at most 1024, got 2048"},
+      {{"--device", "-1"}, "--device must be at least 0, got -1"},
+      {{"--spin-ms", "0"}, "--spin-ms must be a finite number greater than 0, got 0"},
+      {{"--random-mib", "0"}, "--random-mib must be at least 1, got 0"},
+      {{"--bogus"}, "--bogus"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> argv{WORKBOOK_PROGRAM};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    const ProgramResult r = run_program(argv);
+    CAPTURE(c.args, r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, StartsWith("error: ") && ContainsSubstring(c.message));
+    CHECK(count_lines(r.err) == 1);
+  }
+  const ProgramResult help = run_program({WORKBOOK_PROGRAM, "--help"});
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.out, ContainsSubstring("--max-mib") && ContainsSubstring("--quick"));
+}
+
+// ---------------------------------------------------------------------------------- gpu
+
+TEST_CASE("raw copies round-trip bit-exact for every host memory kind at boundary sizes", "[gpu]") {
+  require_gpus(1);
+  const HostMemory kind = GENERATE(HostMemory::kPageable, HostMemory::kPinned, HostMemory::kRegistered);
+  const std::size_t bytes = GENERATE(std::size_t{0}, 1, 4095, 4096, 4097, 3 * kMiB + 17);
+  CAPTURE(host_memory_name(kind), bytes);
+  workbook::Stream stream;
+  HostBuffer src(bytes, kind), dst(bytes, kind);
+  workbook::DeviceBuffer<std::byte> d_a(bytes), d_b(bytes);
+  fill_pattern(src.data(), bytes, bytes + 11);
+  if (bytes > 0) {  // a zero-byte copy has no buffers to name; the tensor case below covers it
+    std::memset(dst.data(), 0xA5, bytes);
+    CUDA_CHECK(cudaMemcpyAsync(d_a.data(), src.data(), bytes, cudaMemcpyHostToDevice, stream.get()));
+    CUDA_CHECK(cudaMemcpyAsync(d_b.data(), d_a.data(), bytes, cudaMemcpyDeviceToDevice, stream.get()));
+    CUDA_CHECK(cudaMemcpyAsync(dst.data(), d_b.data(), bytes, cudaMemcpyDeviceToHost, stream.get()));
+    stream.synchronize();
+  }
+  CHECK(same_bytes(dst.data(), src.data(), bytes));
+}
+
+TEST_CASE("tensor round trips host -> GPU -> host are bit-exact, pageable and pinned", "[gpu]") {
+  require_gpus(1);
+  const std::int64_t n = GENERATE(0, 1, 4095, 4096, 4097, 1000003);
+  const HostMemory kind = GENERATE(HostMemory::kPageable, HostMemory::kPinned);
+  CAPTURE(n, host_memory_name(kind));
+  Tensor x = Tensor::empty({n}, DType::kUInt8, Device::cpu(), kind);
+  fill_pattern(static_cast<std::byte*>(x.data_ptr()), x.nbytes(), static_cast<std::uint64_t>(n));
+  CHECK(x.is_pinned() == (kind == HostMemory::kPinned));
+  Tensor g = x.cuda(0);
+  Tensor g2 = g.to(Device::cuda(0));
+  Tensor back = g2.cpu();
+  CHECK(back.get_device() == -1);
+  CHECK_FALSE(back.shares_storage_with(x));
+  CHECK(same_bytes(back.data_ptr(), x.data_ptr(), x.nbytes()));
+}
+
+TEST_CASE("get_device is -1 on the host and N on GPU N; a missing GPU is a CUDA error", "[gpu]") {
+  require_gpus(1);
+  int count = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&count));
+  Tensor x = Tensor::empty({2, 3}, DType::kFloat32, Device::cpu());
+  CHECK(x.get_device() == -1);
+  Tensor g = x.cuda(0);
+  CHECK(g.get_device() == 0);
+  CHECK(g.device().str() == "cuda:0");
+  CHECK(g.is_cuda());
+  CHECK(g.shape() == Shape{2, 3});
+  CHECK(g.to(Device::cuda(0)).shares_storage_with(g));
+  CHECK_FALSE(g.cpu().shares_storage_with(g));
+  if (count >= 2) CHECK(x.cuda(count - 1).get_device() == count - 1);
+
+  try {
+    (void)x.cuda(count);  // PyTorch: "CUDA error: invalid device ordinal"
+    FAIL("no exception for cuda(" << count << ")");
+  } catch (const workbook::CudaError& e) {
+    CHECK(e.code() == cudaErrorInvalidDevice);
+    CHECK_THAT(e.what(), ContainsSubstring("invalid device ordinal"));
+  }
+  int current = -1;
+  CUDA_CHECK(cudaGetDevice(&current));
+  CHECK(current == 0);                  // the guard left the current device alone
+  CHECK(x.cuda(0).get_device() == 0);   // and the error is not sticky
+}
+
+TEST_CASE("randn on the GPU and on the host: Normal(0, 1), odd sizes included", "[gpu]") {
+  require_gpus(1);
+  const std::int64_t n = GENERATE(1, 3, 1001, 1 << 20);
+  CAPTURE(n);
+  for (const Device device : {Device::cpu(), Device::cuda(0)}) {
+    const Tensor t = randn({n}, device, 123).cpu();
+    const auto* data = static_cast<const float*>(t.data_ptr());
+    CHECK(std::all_of(data, data + n, [](float v) { return std::isfinite(v); }));
+    if (n >= 1000) {
+      const MeanStd m = mean_std_cpu(data, static_cast<std::size_t>(n));
+      const double tolerance = 6.0 / std::sqrt(static_cast<double>(n));
+      CHECK(std::fabs(m.mean) < tolerance);
+      CHECK(std::fabs(m.std - 1.0) < tolerance);
+    }
+  }
+}
+
+TEST_CASE("spin_on_gpu keeps a stream busy for the time asked", "[gpu]") {
+  require_gpus(1);
+  workbook::Stream stream;
+  workbook::Event start(workbook::EventTiming::kEnabled), stop(workbook::EventTiming::kEnabled);
+  start.record(stream.get());
+  spin_on_gpu(5.0, stream.get());
+  stop.record(stream.get());
+  stop.synchronize();
+  CHECK(workbook::elapsed_ms(start, stop) >= 4.9);
+}
+
+TEST_CASE("tensor_transfer --quick --json writes every field, with sane values", "[gpu]") {
+  const std::string path = temp_path("tensor_transfer.json");
+  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick", "--json", path});
+  skip_if_no_gpu(r);
+  CAPTURE(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(last_line(r.out) == "PASS");
+  const nlohmann::json j = read_json(path);
+  std::remove(path.c_str());
+
+  CHECK(j["program"] == "tensor_transfer");
+  CHECK(j["passed"] == true);
+  CHECK(j["quick"] == true);
+  CHECK(j["tensor"]["host_get_device"] == -1);
+  CHECK(j["tensor"]["cuda_get_device"] == 0);
+  CHECK(j["tensor"]["round_trips_bit_exact"] == true);
+
+  std::set<std::string> series;
+  for (const auto& row : j["bandwidth"]) {
+    series.insert(row["kind"].get<std::string>() + "/" + row["direction"].get<std::string>());
+    CHECK(row["verified"] == true);
+    CHECK(row["bytes"].get<std::size_t>() >= 4 * kKiB);
+    CHECK(row["bytes"].get<std::size_t>() <= 64 * kMiB);
+    CHECK(row["gbps"].get<double>() > 0.0);
+    CHECK(row["gbps"].get<double>() < 50000.0);
+    CHECK(row["min_ms"].get<double>() <= row["median_ms"].get<double>());
+  }
+  CHECK(j["bandwidth"].size() == 15 * 7);  // 15 sizes x (3 kinds x 2 directions + D2D)
+  CHECK(series == std::set<std::string>{"pageable/h2d", "pageable/d2h", "pinned/h2d", "pinned/d2h",
+                                        "registered/h2d", "registered/d2h", "device/d2d"});
+  CHECK(j["random_tensor"]["speedup"].get<double>() > 1.0);
+  CHECK(j["random_tensor"]["bytes"] == 16 * kMiB);
+  CHECK(j["pinning"]["malloc_host_ms_per_gib"].get<double>() > 0.0);
+  CHECK(j["pinning"]["host_register_ms_per_gib"].get<double>() > 0.0);
+  CHECK(j["non_blocking"]["pinned_h2d"]["returned_while_busy"] == true);
+  CHECK(j["non_blocking"]["pinned_h2d"]["call_ms"].get<double>() < j["non_blocking"]["spin_ms"].get<double>());
+  CHECK(j["non_blocking"]["pageable_d2h"]["returned_while_busy"] == false);
+  CHECK(j["memory"]["total_bytes"].get<std::size_t>() >= j["memory"]["free_before_bytes"].get<std::size_t>());
+  CHECK(j["memory"]["requested_bytes"] == 2 * 64 * kMiB);
+}
+
+TEST_CASE("a GPU index that does not exist is one clear line and exit code 2", "[gpu]") {
+  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick", "--device", "99"});
+  skip_if_no_gpu(r);
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("error: --device 99: cudaErrorInvalidDevice: invalid device ordinal"));
+  CHECK(count_lines(r.err) == 1);
+  CHECK(r.out.empty());
+}
+
+// ---------------------------------------------------------------------------------- pytorch
+
+TEST_CASE("pytorch_transfer.py --quick runs and writes the same JSON fields", "[pytorch]") {
+  require_torch_cuda(WORKBOOK_PYTHON);
+  const std::string path = temp_path("pytorch_transfer.json");
+  const ProgramResult r =
+      run_program({WORKBOOK_PYTHON, std::string(WORKBOOK_CHAPTER_DIR) + "/pytorch_transfer.py", "--quick", "--json", path});
+  CAPTURE(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(last_line(r.out) == "PASS");
+  const nlohmann::json j = read_json(path);
+  std::remove(path.c_str());
+  CHECK(j["program"] == "pytorch_transfer");
+  for (const char* field : {"device", "tensor", "random_tensor", "bandwidth", "pinning", "non_blocking", "memory"}) {
+    CAPTURE(field);
+    CHECK(j.contains(field));
+  }
+  CHECK(j["tensor"]["host_get_device"] == -1);
+  CHECK(j["tensor"]["round_trips_bit_exact"] == true);
+  bool saw_pinned_h2d = false;
+  for (const auto& row : j["bandwidth"]) {
+    CHECK(row["verified"] == true);
+    CHECK(row["gbps"].get<double>() > 0.0);
+    saw_pinned_h2d = saw_pinned_h2d || (row["kind"] == "pinned" && row["direction"] == "h2d");
+  }
+  CHECK(saw_pinned_h2d);
+}
