@@ -5,7 +5,7 @@
 #   scripts/gpu-report.sh [RESULTS_DIR] [REGEX]
 #
 # REGEX (e.g. '^02_') limits the build to the chapters whose directory matches it, and ctest and
-# the benchmarks to the matching tests and chapters.
+# the benchmarks to the matching tests and chapters. WORKBOOK_BENCHMARKS=0 skips the benchmarks.
 #
 # RESULTS_DIR (default: results/) receives two files: results.tar.gz, holding every log and each
 # chapter's text output, JSON, CSV and plots, and summary.txt, the short table printed last.
@@ -41,7 +41,7 @@ ctest_status=$?
 
 for dir in [0-9][0-9]_*/; do
   chapter=${dir%/}
-  [[ -x $chapter/benchmark.sh ]] || continue
+  [[ ${WORKBOOK_BENCHMARKS:-1} != 0 && -x $chapter/benchmark.sh ]] || continue
   [[ -z $filter || $chapter =~ $filter ]] || continue
   mkdir -p "$results/$chapter"
   echo "== $chapter/benchmark.sh"
