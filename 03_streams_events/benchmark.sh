@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# benchmark.sh BUILD_DIR RESULTS_DIR: chapter 03's full measurement on a GPU machine.
+#
+# Runs streams_events (default workload, JSON and a Chrome trace), the PyTorch version with the
+# same calibrated iteration count, the side-by-side comparison, the --drop-wait bug (expected to
+# FAIL), and renders the trace to timeline.png. Everything lands in RESULTS_DIR.
+set -euo pipefail
+build=$1
+results=$2
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$results"
+program=$build/streams_events
+
+# A failed check is reported (exit status in the log) but does not stop the other measurements.
+"$program" --json "$results/streams_events.json" --trace "$results/trace.json" | tee "$results/streams_events.txt" ||
+  echo "streams_events exit status: $?" | tee -a "$results/streams_events.txt"
+
+iterations=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["workload"]["iterations"])' \
+  "$results/streams_events.json")
+PYTHONUNBUFFERED=1 python3 "$here/pytorch_streams.py" --iterations "$iterations" \
+  --json "$results/pytorch_streams.json" | tee "$results/pytorch_streams.txt" ||
+  echo "pytorch_streams.py exit status: $?" | tee -a "$results/pytorch_streams.txt"
+python3 "$here/compare_pytorch.py" "$results/streams_events.json" "$results/pytorch_streams.json" \
+  "$results/comparison.csv" | tee "$results/comparison.txt"
+
+# The missing-wait bug: the program's own check must catch it (exit 1, last line FAIL).
+set +e
+"$program" --drop-wait --iterations "$iterations" --streams 4 --repeats 5 >"$results/drop_wait.txt" 2>&1
+status=$?
+set -e
+echo "--drop-wait exit status: $status (1 expected)" | tee -a "$results/drop_wait.txt"
+
+# Two variants for the README: compute twice as long as a copy (the SMs become the bottleneck),
+# and the same bytes in 8 big chunks instead of 64 (filling and draining the pipeline costs more).
+"$program" --iterations $((2 * iterations)) --json "$results/variant_compute_bound.json" \
+  >"$results/variant_compute_bound.txt" 2>&1 || echo "compute-bound variant: exit $?"
+"$program" --iterations "$iterations" --chunks 8 --chunk-elements 8388608 --json "$results/variant_8_chunks.json" \
+  >"$results/variant_8_chunks.txt" 2>&1 || echo "8-chunk variant: exit $?"
+
+# The same bytes in 512 small chunks (0.5 MiB): each operation is short, so the cost of issuing it
+# from the host (Python + PyTorch dispatch versus a C++ call) starts to show.
+small=(--iterations "$iterations" --chunks 512 --chunk-elements 131072)
+"$program" "${small[@]}" --json "$results/small_chunks_cpp.json" >"$results/small_chunks_cpp.txt" 2>&1 ||
+  echo "small-chunk C++ run: exit $?"
+python3 "$here/pytorch_streams.py" "${small[@]}" --json "$results/small_chunks_pytorch.json" \
+  >"$results/small_chunks_pytorch.txt" 2>&1 || echo "small-chunk PyTorch run: exit $?"
+python3 "$here/compare_pytorch.py" "$results/small_chunks_cpp.json" "$results/small_chunks_pytorch.json" \
+  | tee "$results/small_chunks_comparison.txt" || true
+
+python3 "$here/plot_trace.py" "$results/trace.json" "$results/timeline.png"

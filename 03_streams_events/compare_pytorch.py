@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""compare_pytorch.py: the C++ pipeline and the PyTorch one from the same run, side by side.
+
+    python3 compare_pytorch.py streams_events.json pytorch_streams.json [comparison.csv]
+
+Both files have the same fields (see the two programs); times are medians of CUDA-event timings.
+"""
+import csv
+import json
+import sys
+
+
+def main(cpp_path, torch_path, csv_path=None):
+    cpp, pt = (json.load(open(p)) for p in (cpp_path, torch_path))
+    rows = [("H2D copy alone", cpp["stages"]["h2d_ms"]["median"], pt["stages"]["h2d_ms"]["median"]),
+            ("compute alone", cpp["stages"]["compute_ms"]["median"], pt["stages"]["compute_ms"]["median"]),
+            ("D2H copy alone", cpp["stages"]["d2h_ms"]["median"], pt["stages"]["d2h_ms"]["median"]),
+            ("serial", cpp["serial_ms"]["median"], pt["serial_ms"]["median"])]
+    pt_by_k = {p["streams"]: p for p in pt["pipeline"]}
+    for p in cpp["pipeline"]:
+        if p["streams"] in pt_by_k:
+            rows.append((f"K = {p['streams']} streams", p["time_ms"]["median"], pt_by_k[p["streams"]]["time_ms"]["median"]))
+    rows.append(("two streams (article)", cpp["two_stream"]["time_ms"]["median"], pt["two_stream"]["time_ms"]["median"]))
+    same = cpp["workload"]["iterations"] == pt["workload"]["iterations"] and \
+        cpp["workload"]["total_bytes"] == pt["workload"]["total_bytes"]
+    print(f"same workload: {'yes' if same else 'NO'} ({cpp['workload']['chunks']} chunks, "
+          f"{cpp['workload']['iterations']} multiply-adds per element; PyTorch compute via {pt.get('compute_backend')})")
+    print(f"{'schedule':<24}{'CUDA C++ ms':>12}{'PyTorch ms':>12}{'PyTorch / C++':>15}")
+    for name, c, p in rows:
+        print(f"{name:<24}{c:12.3f}{p:12.3f}{p / c:14.2f}x")
+    best_cpp = min(p["time_ms"]["median"] for p in cpp["pipeline"])
+    best_pt = min(p["time_ms"]["median"] for p in pt["pipeline"])
+    print(f"best pipeline: C++ {best_cpp:.3f} ms, PyTorch {best_pt:.3f} ms -> C++ "
+          f"{'at least as fast' if best_cpp <= best_pt else 'SLOWER'} ({best_pt / best_cpp:.2f}x)")
+    if csv_path:
+        with open(csv_path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["schedule", "cuda_cpp_ms", "pytorch_ms"])
+            w.writerows(rows)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: compare_pytorch.py CPP.json TORCH.json [OUT.csv]")
+    main(*sys.argv[1:])

@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""plot_trace.py: draw the Chrome trace written by `streams_events --trace FILE` as a PNG timeline.
+
+    python3 plot_trace.py trace.json timeline.png
+
+One row per stream (the trace's tracks), one bar per operation, coloured by stage. Tracks named
+"group: stream" are drawn in one panel per group, each panel's clock starting at its first bar,
+so the K-stream pipeline and the article's two-stream pattern sit one above the other.
+"""
+import json
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display on the GPU machine
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+COLOURS = {"copy_in": "#4c72b0", "compute": "#dd8452", "copy_out": "#55a868", "delay": "#9a9a9a"}
+LABELS = {"copy_in": "H2D copy", "compute": "compute kernel", "copy_out": "D2H copy", "delay": "late producer"}
+
+
+def load(path):
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "thread_name"}
+    ops = [e for e in events if e.get("ph") == "X"]
+    return names, ops
+
+
+def main(trace_path, png_path):
+    names, ops = load(trace_path)
+    groups = {}
+    for tid in sorted(names):
+        group = names[tid].split(":")[0] if ":" in names[tid] else ""
+        groups.setdefault(group, []).append(tid)
+    fig, axes = plt.subplots(len(groups), 1, figsize=(12, 1.2 + 0.55 * len(names)), squeeze=False, sharex=True,
+                             gridspec_kw={"height_ratios": [len(t) for t in groups.values()]})
+    for ax, (group, tids) in zip(axes[:, 0], groups.items()):
+        mine = [e for e in ops if e["tid"] in tids]
+        if not mine:
+            continue
+        t0 = min(e["ts"] for e in mine)
+        for row, tid in enumerate(tids):
+            for e in (e for e in mine if e["tid"] == tid):
+                ax.broken_barh([((e["ts"] - t0) / 1000, e["dur"] / 1000)], (row - 0.4, 0.8),
+                               facecolors=COLOURS.get(e.get("cat"), "black"), edgecolor="white", linewidth=0.3)
+        ax.set_yticks(range(len(tids)))
+        ax.set_yticklabels([names[t].split(":", 1)[-1].strip() for t in tids])
+        ax.invert_yaxis()
+        ax.set_title(group or "streams", loc="left", fontsize=10)
+        ax.grid(axis="x", alpha=0.3)
+    axes[-1, 0].set_xlabel("ms since each panel's first operation")
+    used = sorted({e.get("cat") for e in ops} & set(COLOURS), key=list(COLOURS).index)
+    fig.legend(handles=[Patch(color=COLOURS[c], label=LABELS[c]) for c in used], loc="upper right", ncol=len(used))
+    fig.suptitle("streams_events --trace: CUDA event timestamps per stream", x=0.01, ha="left")
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.savefig(png_path, dpi=120)
+    print(f"wrote {png_path}: {len(ops)} operations on {len(names)} tracks")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: plot_trace.py TRACE.json OUT.png")
+    main(sys.argv[1], sys.argv[2])

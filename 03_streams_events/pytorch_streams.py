@@ -1,0 +1,414 @@
+#!/usr/bin/env python3
+"""pytorch_streams.py: chapter 03's pipeline written with torch.cuda streams and events.
+
+The same workload as the C++ program streams_events (chunks copied in from pinned memory, the same
+multiply-add chain per element, copied out), the same schedules (serial, K streams, the article's
+transfer + compute streams ordered by an event), the same timing (CUDA events, warm-up, median)
+and the same JSON fields, so that the two can be compared line by line.
+
+    python3 pytorch_streams.py                      # full run (pass --iterations N to match C++)
+    python3 pytorch_streams.py --quick --json -     # what the tests run
+    python3 pytorch_streams.py --drop-wait          # the missing-wait bug: the check FAILs
+
+The compute stage is one elementwise kernel per chunk, compiled at run time by PyTorch's jiterator
+(torch.cuda.jiterator._create_jit_fn, beta): in eager PyTorch a loop of N multiply-adds would be N
+kernel launches, which would measure Python, not streams.
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+DECAY = np.float32(0.999)  # the C++ kDecay
+
+# y <- fmaf(y, 0.999f, x), `iterations` times: one rounding per step, as the C++ transform_kernel.
+# (No comments inside the string: it is pasted into jiterator's generated source as it is.)
+KERNEL = """
+template <typename T> T decay_steps(T x, T iterations) {
+  T y = x;
+  const int n = static_cast<int>(iterations);
+  for (int k = 0; k < n; ++k) y = __fmaf_rn(y, 0.999f, x);
+  return y;
+}
+"""
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", type=int, default=0)
+    p.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE")
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--chunks", type=int)
+    p.add_argument("--chunk-elements", type=int)
+    p.add_argument("--iterations", type=int, help="0 or absent: calibrate like the C++ program")
+    p.add_argument("--streams", type=lambda s: [int(k) for k in s.split(",")])
+    p.add_argument("--repeats", type=int)
+    p.add_argument("--drop-wait", action="store_true")
+    p.add_argument("--producer-delay-us", type=int, default=1000)
+    a = p.parse_args()
+    quick = a.quick
+    a.chunks = a.chunks or (4 if quick else 64)
+    a.chunk_elements = a.chunk_elements or (1 << 16 if quick else 1 << 20)
+    if a.iterations is None:
+        a.iterations = 64 if quick else 0
+    a.streams = a.streams or ([1, 2, 4] if quick else [1, 2, 4, 8])
+    a.repeats = a.repeats or (3 if quick else 20)
+    for flag, value, low in [("--chunks", a.chunks, 1), ("--chunk-elements", a.chunk_elements, 1),
+                             ("--iterations", a.iterations, 0), ("--repeats", a.repeats, 1),
+                             ("--producer-delay-us", a.producer_delay_us, 1)] + [("--streams", k, 1) for k in a.streams]:
+        if value < low:
+            p.error(f"{flag} must be at least {low}, got {value}")
+    return a
+
+
+def stats(samples):
+    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples)}
+
+
+def make_compute():
+    """The compute stage as one kernel: jiterator, or (without NVRTC) an eager loop of launches."""
+    try:
+        fn = torch.cuda.jiterator._create_jit_fn(KERNEL, iterations=0.0)
+        fn(torch.ones(4, device="cuda"), iterations=2.0)  # compile now, not inside a timing
+        return (lambda x, n: fn(x, iterations=float(n))), "jiterator"
+    except Exception as e:  # noqa: BLE001 - any failure means "no run-time compilation here"
+        print(f"note: jiterator unavailable ({e}); using an eager loop of launches", file=sys.stderr)
+
+        def eager(x, n):
+            y = x.clone()
+            for _ in range(n):
+                y = torch.addcmul(x, y, torch.tensor(float(DECAY), device=x.device))
+            return y
+        return eager, "eager-loop"
+
+
+class Batch:
+    def __init__(self, chunks, chunk_elements, iterations, compute):
+        self.chunks, self.chunk_elements, self.iterations, self.compute = chunks, chunk_elements, iterations, compute
+        i = np.arange(chunks * chunk_elements, dtype=np.uint64)  # the C++ fill_input, bit for bit
+        h = (i * np.uint64(2654435761) + np.uint64(0x9E3779B9)) & np.uint64(0xFFFFFFFF)
+        h ^= h >> np.uint64(16)
+        h = (h * np.uint64(0x85EBCA6B)) & np.uint64(0xFFFFFFFF)
+        h ^= h >> np.uint64(13)
+        x = (h >> np.uint64(8)).astype(np.float32) / np.float32(8388608.0) - np.float32(1.0)
+        self.h_in = torch.from_numpy(x.reshape(chunks, chunk_elements)).pin_memory()
+        self.h_out = torch.empty(self.h_in.shape, dtype=torch.float32, pin_memory=True)
+        self.d_in = torch.empty(self.h_in.shape, device="cuda")
+        self.d_out = [None] * chunks  # each chunk's result, allocated on the stream that computes it
+
+    def copy_in(self, c):
+        self.d_in[c].copy_(self.h_in[c], non_blocking=True)  # cudaMemcpyAsync H2D on the current stream
+
+    def compute_chunk(self, c):
+        self.d_out[c] = self.compute(self.d_in[c], self.iterations)
+
+    def copy_out(self, c):
+        self.h_out[c].copy_(self.d_out[c], non_blocking=True)  # cudaMemcpyAsync D2H, pinned: no host wait
+
+    def poison(self):
+        self.d_in.fill_(float("nan"))
+        self.h_out.fill_(float("nan"))
+        torch.cuda.synchronize()
+
+
+def time_on_stream(stream, warmup, repeats, work):
+    """Like workbook::time_on_stream: an event pair per repeat on `stream`, median of the repeats."""
+    for _ in range(warmup):
+        work()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
+    stops = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
+    for start, stop in zip(starts, stops):
+        start.record(stream)
+        work()
+        stop.record(stream)
+    stops[-1].synchronize()
+    return stats([a.elapsed_time(b) for a, b in zip(starts, stops)])
+
+
+def enqueue_serial(b, stream):
+    with torch.cuda.stream(stream):
+        for c in range(b.chunks):
+            b.copy_in(c)
+        for c in range(b.chunks):
+            b.compute_chunk(c)
+        for c in range(b.chunks):
+            b.copy_out(c)
+
+
+def enqueue_multi_stream(b, streams):
+    """Chunk c on stream c % K; fork from and join back into streams[0] with wait_stream."""
+    origin = streams[0]
+    for s in streams[1:]:
+        s.wait_stream(origin)
+    for c in range(b.chunks):
+        with torch.cuda.stream(streams[c % len(streams)]):
+            b.copy_in(c)
+            b.compute_chunk(c)
+            b.copy_out(c)
+    for s in streams[1:]:
+        origin.wait_stream(s)
+
+
+def enqueue_two_stream(b, transfer, compute, copied, wait=True, chunks=None, delay_cycles=0):
+    """The article's pattern: copies on `transfer`, an event per chunk, `compute.wait_event`."""
+    transfer.wait_stream(compute)
+    for c in range(chunks or b.chunks):
+        with torch.cuda.stream(transfer):
+            if delay_cycles:
+                torch.cuda._sleep(delay_cycles)  # a late producer, to make a missing wait show
+            b.copy_in(c)
+            copied[c].record()  # on the current stream: transfer
+        with torch.cuda.stream(compute):
+            if wait:
+                compute.wait_event(copied[c])  # the GPU waits; this Python thread does not
+            b.compute_chunk(c)
+            b.copy_out(c)
+    compute.wait_stream(transfer)
+
+
+def cycles_per_ms():
+    """torch.cuda._sleep counts GPU clock cycles; measure how many make a millisecond."""
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(1000)
+    start.record()
+    torch.cuda._sleep(10_000_000)
+    stop.record()
+    stop.synchronize()
+    return 10_000_000 / start.elapsed_time(stop)
+
+
+def copy_engine_count(device):
+    try:
+        from cuda.bindings import runtime
+        err, value = runtime.cudaDeviceGetAttribute(runtime.cudaDeviceAttr.cudaDevAttrAsyncEngineCount, device)
+        return int(value) if int(err) == 0 else None
+    except Exception:  # noqa: BLE001 - cuda-python is optional
+        return None
+
+
+def reference(b, h_out, sample):
+    """fmaf emulated in float64 (the product of two floats is exact there), rounded to float32."""
+    x = b.h_in.reshape(-1).numpy()[sample].astype(np.float64)
+    y = x.astype(np.float32)
+    for _ in range(b.iterations):
+        y = (y.astype(np.float64) * np.float64(DECAY) + x).astype(np.float32)
+    got = h_out.reshape(-1).numpy()[sample].astype(np.float64)
+    err = np.abs(got - y)
+    bad = ~(err <= 1e-6 + 1e-5 * np.abs(y))  # NaN is bad too
+    worst = float(np.nanmax(err)) if not np.isnan(err).any() else float("inf")
+    return int(bad.sum()), worst
+
+
+def main():
+    a = parse_args()
+    if not torch.cuda.is_available():
+        print("pytorch_streams needs a CUDA GPU: torch.cuda.is_available() is False", file=sys.stderr)
+        return 77
+    torch.cuda.set_device(a.device)
+    warmup = 1 if a.quick else 3
+    log = sys.stderr if a.json == "-" else sys.stdout
+    out = {"program": "pytorch_streams", "device": torch.cuda.get_device_name(a.device)}
+    engines = copy_engine_count(a.device)
+    out["async_engine_count"] = engines
+    per_direction = engines is None or engines >= 2
+    compute, backend = make_compute()
+    out["compute_backend"] = backend
+    failures = []
+    print(f"device {a.device}: {out['device']}, {engines} copy engine(s); compute stage via {backend}", file=log)
+
+    b = Batch(a.chunks, a.chunk_elements, a.iterations or 64, compute)
+    n = a.chunks * a.chunk_elements
+    total_bytes = 4.0 * n
+    main_stream = torch.cuda.Stream()
+
+    def stage(fn):
+        def work():
+            with torch.cuda.stream(main_stream):
+                for c in range(b.chunks):
+                    fn(c)
+        return time_on_stream(main_stream, warmup, a.repeats, work)
+
+    calibrated = a.iterations == 0
+    if calibrated:  # compute as long as the slower copy, as the C++ program does
+        enqueue_serial(b, main_stream)
+        slower = max(stage(b.copy_in)["median"], stage(b.copy_out)["median"])
+        times = {}
+        for it in (64, 2048):
+            b.iterations = it
+            times[it] = stage(b.compute_chunk)["median"]
+        slope = (times[2048] - times[64]) / (2048 - 64)
+        b.iterations = int(min(max(64 + (slower - times[64]) / slope, 1), 1e6)) if slope > 0 else 2048
+    out["workload"] = {"chunks": a.chunks, "chunk_elements": a.chunk_elements, "chunk_bytes": 4 * a.chunk_elements,
+                       "total_bytes": total_bytes, "iterations": b.iterations, "iterations_calibrated": calibrated}
+    print(f"workload: {a.chunks} chunks x {a.chunk_elements} floats, {b.iterations} multiply-adds per element", file=log)
+
+    # Reference and checks: serial result vs the float64 emulation; every schedule vs serial.
+    b.poison()
+    enqueue_serial(b, main_stream)
+    main_stream.synchronize()
+    serial_result = b.h_out.clone()
+    sample = np.unique(np.concatenate([np.arange(0, n, max(1, n // 65536)),
+                                       np.arange(a.chunks) * a.chunk_elements,
+                                       np.arange(1, a.chunks + 1) * a.chunk_elements - 1]))
+    mismatches, worst = reference(b, serial_result, sample)
+    out["reference_check"] = {"sampled": int(sample.size), "mismatches": mismatches, "worst_error": worst}
+    if mismatches:
+        failures.append("serial GPU result differs from the float64 reference")
+    print(f"check: serial result vs reference on {sample.size} sampled elements: "
+          f"{'match' if not mismatches else 'MISMATCH'} (worst |error| {worst:g})", file=log)
+
+    pipelines = {k: [torch.cuda.Stream() for _ in range(k)] for k in a.streams}
+    identical = {}
+    for k, streams in pipelines.items():
+        b.poison()
+        enqueue_multi_stream(b, streams)
+        streams[0].synchronize()
+        identical[k] = torch.equal(b.h_out, serial_result)
+        if not identical[k]:
+            failures.append(f"K={k} streams: result differs from the serial result")
+    transfer, compute_stream = torch.cuda.Stream(), torch.cuda.Stream()
+    copied = [torch.cuda.Event() for _ in range(a.chunks)]
+    b.poison()
+    enqueue_two_stream(b, transfer, compute_stream, copied, wait=not a.drop_wait)
+    compute_stream.synchronize()
+    two_identical = torch.equal(b.h_out, serial_result)
+    if not two_identical:
+        failures.append("two-stream pattern: result differs from the serial result")
+
+    # 1. Asynchrony: a long kernel's launch returns at once; reading a result waits for it.
+    cpm = cycles_per_ms()
+    kernel_ms_target = 5 if a.quick else 20
+    launch_us, read_ms, kernel_ms, before_done = [], [], [], True
+    result = torch.zeros(1, device="cuda")
+    for r in range(6 if not a.quick else 3):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        t0 = time.perf_counter()
+        torch.cuda._sleep(int(kernel_ms_target * cpm))
+        t1 = time.perf_counter()
+        stop.record()
+        running = not stop.query()
+        result += 1  # the "tensor" the host wants to print, queued behind the long kernel
+        t2 = time.perf_counter()
+        value = result.item()  # print(gpu_tensor) does this: a copy, then a wait for the stream
+        t3 = time.perf_counter()
+        assert value > 0
+        if r == 0:
+            continue
+        before_done = before_done and running
+        launch_us.append(1e6 * (t1 - t0))
+        read_ms.append(1e3 * (t3 - t2))
+        kernel_ms.append(start.elapsed_time(stop))
+    out["asynchrony"] = {"kernel_ms": stats(kernel_ms), "launch_us": stats(launch_us),
+                         "read_blocked_ms": stats(read_ms), "returned_before_done": before_done}
+    print(f"asynchrony: launch returned after {stats(launch_us)['median']:.1f} us (GPU still busy: "
+          f"{'yes' if before_done else 'no'}); .item() blocked {stats(read_ms)['median']:.3f} ms "
+          f"(kernel {stats(kernel_ms)['median']:.3f} ms)", file=log)
+
+    # 2. Stages alone, the bound, K streams.
+    copy_in, comp, copy_out = stage(b.copy_in), stage(b.compute_chunk), stage(b.copy_out)
+    other = torch.cuda.Stream()
+
+    def both_ways():
+        other.wait_stream(main_stream)
+        with torch.cuda.stream(main_stream):
+            for c in range(b.chunks):
+                b.copy_in(c)
+        with torch.cuda.stream(other):
+            for c in range(b.chunks):
+                b.copy_out(c)
+        main_stream.wait_stream(other)
+    together = time_on_stream(main_stream, warmup, a.repeats, both_ways)
+    serial = time_on_stream(main_stream, warmup, a.repeats, lambda: enqueue_serial(b, main_stream))
+    t_in, t_c, t_out, t_both = copy_in["median"], comp["median"], copy_out["median"], together["median"]
+    total = t_in + t_c + t_out
+    alone_ms = max(t_in, t_c, t_out) if per_direction else max(t_in + t_out, t_c)  # overlap_bound.h
+    textbook = total / alone_ms
+    duplex_ms = max(t_c, t_both, t_in, t_out)
+    bound = total / duplex_ms
+    floor_ms = duplex_ms + max(0.0, total - duplex_ms) / a.chunks
+    out["stages"] = {"h2d_ms": copy_in, "compute_ms": comp, "d2h_ms": copy_out,
+                     "h2d_gbps": total_bytes / t_in / 1e6, "d2h_gbps": total_bytes / t_out / 1e6,
+                     "compute_gflops": 2.0 * b.iterations * n / (t_c * 1e6), "copies_both_directions_ms": together}
+    out["serial_ms"] = serial
+    out["bound"] = {"copy_engines_per_direction": per_direction, "stages_alone_ms": alone_ms,
+                    "stages_alone_speedup": textbook, "copies_together_ms": duplex_ms, "copies_together_speedup": bound,
+                    "fill_drain_ms": floor_ms, "fill_drain_speedup": total / floor_ms}
+    print(f"stages alone: H2D {t_in:.3f} ms, compute {t_c:.3f} ms, D2H {t_out:.3f} ms; both copies at once "
+          f"{t_both:.3f} ms; serial {serial['median']:.3f} ms", file=log)
+    print(f"bound: {textbook:.2f}x from the stages alone, {bound:.2f}x with both copies at once (efficiency below)",
+          file=log)
+
+    def row(name, t, same):
+        speedup = serial["median"] / t["median"]
+        print(f"  {name:<18s} {t['median']:8.3f} ms  {speedup:5.2f}x  {100 * speedup / bound:5.1f}%  "
+              f"({100 * speedup / textbook:5.1f}% of the stages-alone bound)  {'yes' if same else 'NO'}", file=log)
+        return {"time_ms": t, "speedup": speedup, "efficiency": speedup / bound,
+                "efficiency_stages_alone": speedup / textbook, "bit_identical": same}
+
+    out["pipeline"] = []
+    for k, streams in pipelines.items():
+        t = time_on_stream(streams[0], warmup, a.repeats, lambda s=streams: enqueue_multi_stream(b, s))
+        out["pipeline"].append(dict(row(f"K = {k} streams", t, identical[k]), streams=k))
+
+    # 3. The article's two streams, and the ordering check with a late producer.
+    t = time_on_stream(compute_stream, warmup, a.repeats,
+                       lambda: enqueue_two_stream(b, transfer, compute_stream, copied, wait=not a.drop_wait))
+    out["two_stream"] = row("article's 2 streams", t, two_identical)
+    few = min(a.chunks, 8)
+    b.poison()
+    enqueue_two_stream(b, transfer, compute_stream, copied, wait=not a.drop_wait, chunks=few,
+                       delay_cycles=int(a.producer_delay_us / 1000 * cpm))
+    compute_stream.synchronize()
+    got, want = b.h_out[:few].reshape(-1), serial_result[:few].reshape(-1)
+    stale = int((got.view(torch.int32) != want.view(torch.int32)).sum())
+    out["ordering_check"] = {"waits_dropped": a.drop_wait, "producer_delay_us": a.producer_delay_us,
+                             "checked_elements": int(want.numel()), "stale_elements": stale}
+    print(f"ordering check ({'wait_event DROPPED' if a.drop_wait else 'wait_event'}): {stale} of {want.numel()} "
+          "elements read before their copy landed", file=log)
+    if stale:
+        failures.append(f"{stale} of {want.numel()} elements were read before their copy landed (no wait_event)")
+
+    # 4. What each way of waiting costs the host.
+    short_ms = 0.2 if a.quick else 2.0
+    sa, sb, sc = torch.cuda.Stream(), torch.cuda.Stream(), torch.cuda.Stream()
+    a_done = torch.cuda.Event()
+    methods = [("torch.cuda.synchronize()", torch.cuda.synchronize), ("stream_a.synchronize()", sa.synchronize),
+               ("a_done.synchronize()", a_done.synchronize), ("stream_c.wait_event(a_done)", lambda: sc.wait_event(a_done))]
+    out["waits"] = {"short_job_ms": short_ms, "long_job_ms": 4 * short_ms, "methods": []}
+    for name, wait in methods:
+        us = []
+        for r in range(3 if a.quick else 6):
+            with torch.cuda.stream(sa):
+                torch.cuda._sleep(int(short_ms * cpm))
+                a_done.record()
+            with torch.cuda.stream(sb):
+                torch.cuda._sleep(int(4 * short_ms * cpm))
+            t0 = time.perf_counter()
+            wait()
+            t1 = time.perf_counter()
+            torch.cuda.synchronize()
+            if r:
+                us.append(1e6 * (t1 - t0))
+        out["waits"]["methods"].append({"call": name, "blocked_us": stats(us)})
+        print(f"  {name:<30s} {stats(us)['median']:10.1f} us", file=log)
+
+    out["passed"] = not failures
+    out["failures"] = failures
+    if a.json:
+        text = json.dumps(out, indent=2)
+        if a.json == "-":
+            print(text)
+        else:
+            with open(a.json, "w") as f:
+                f.write(text + "\n")
+    print("PASS" if not failures else "FAIL: " + failures[0], file=log)
+    return 0 if not failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

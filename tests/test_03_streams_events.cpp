@@ -1,0 +1,342 @@
+// test_03_streams_events.cpp: chapter 03 (streams, events, overlap, the cost of waiting).
+//
+// cpu:     the ideal-bound and efficiency arithmetic, the Chrome trace writer, the CPU twin, and
+//          flag validation (bad flags exit 2 before any CUDA call).
+// gpu:     every schedule gives the serial result bit for bit; --drop-wait is caught (FAIL, exit 1)
+//          while the normal run passes; a launch returns before the GPU is done; --trace output.
+// pytorch: pytorch_streams.py --quick runs and writes the same JSON fields.
+#include "chrome_trace.h"
+#include "overlap_bound.h"
+#include "pipeline.h"
+#include "streams_events.cuh"
+
+#include "device_buffer.h"
+#include "gpu_support.h"
+#include "run_program.h"
+
+#include <catch2/catch_approx.hpp>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+using Catch::Approx;
+using Catch::Matchers::ContainsSubstring;
+using Catch::Matchers::StartsWith;
+using namespace streams_events;
+using namespace workbook::testing;
+
+// ---------------------------------------------------------------- cpu
+
+TEST_CASE("ideal bound: the busiest stage with a copy engine per direction") {
+  SECTION("three equal stages overlap into a third of the time") {
+    const StageTimes t{2.0, 2.0, 2.0};
+    CHECK(ideal_time_ms(t, CopyEngines::kOnePerDirection) == 2.0);
+    CHECK(ideal_speedup(t, CopyEngines::kOnePerDirection) == Approx(3.0));
+  }
+  SECTION("a dominant stage caps the speedup") {
+    const StageTimes t{1.0, 4.0, 1.0};
+    CHECK(ideal_speedup(t, CopyEngines::kOnePerDirection) == Approx(1.5));
+  }
+  SECTION("one shared copy engine makes both copies one stage") {
+    const StageTimes t{2.0, 2.0, 2.0};
+    CHECK(ideal_time_ms(t, CopyEngines::kOneShared) == 4.0);
+    CHECK(ideal_speedup(t, CopyEngines::kOneShared) == Approx(1.5));
+    CHECK(ideal_speedup(StageTimes{1.0, 5.0, 1.0}, CopyEngines::kOneShared) == Approx(7.0 / 5.0));
+  }
+  SECTION("the engine count decides which bound applies") {
+    CHECK(copy_engines_from_count(0) == CopyEngines::kOneShared);
+    CHECK(copy_engines_from_count(1) == CopyEngines::kOneShared);
+    CHECK(copy_engines_from_count(2) == CopyEngines::kOnePerDirection);
+    CHECK(copy_engines_from_count(3) == CopyEngines::kOnePerDirection);
+  }
+  SECTION("zero times give zero, not a division by zero") {
+    CHECK(ideal_speedup(StageTimes{}, CopyEngines::kOnePerDirection) == 0.0);
+    CHECK(overlap_efficiency(2.0, 0.0) == 0.0);
+  }
+}
+
+TEST_CASE("duplex bound: both copies measured at once replace the copies' alone times") {
+  SECTION("a perfect full-duplex link: the same as the stages-alone bound") {
+    const StageTimes t{2.0, 2.0, 2.0, 2.0};
+    CHECK(duplex_time_ms(t) == 2.0);
+    CHECK(duplex_speedup(t) == Approx(ideal_speedup(t, CopyEngines::kOnePerDirection)));
+  }
+  SECTION("a link that slows when both directions run: the copies set the bound") {
+    const StageTimes t{5.0, 5.0, 5.0, 5.5};  // the H200 run: about 10% slower together
+    CHECK(duplex_time_ms(t) == 5.5);
+    CHECK(duplex_speedup(t) == Approx(15.0 / 5.5));
+    CHECK(duplex_speedup(t) < ideal_speedup(t, CopyEngines::kOnePerDirection));
+  }
+  SECTION("copies that serialise completely: the one-engine bound") {
+    const StageTimes t{2.0, 3.0, 2.0, 4.0};
+    CHECK(duplex_speedup(t) == Approx(ideal_speedup(t, CopyEngines::kOneShared)));
+  }
+  SECTION("compute above the copies hides the link's contention") {
+    const StageTimes t{5.0, 10.0, 5.0, 5.5};
+    CHECK(duplex_speedup(t) == Approx(2.0));
+  }
+  SECTION("not measured (0): never below a copy alone") {
+    CHECK(duplex_time_ms(StageTimes{3.0, 1.0, 2.0}) == 3.0);
+  }
+}
+
+TEST_CASE("pipeline floor: fill and drain cost (sum - max) / chunks") {
+  const StageTimes t{3.0, 3.0, 3.0};
+  CHECK(pipeline_floor_ms(t, 1) == Approx(9.0));            // one chunk cannot overlap at all
+  CHECK(pipeline_floor_ms(t, 3) == Approx(3.0 + 6.0 / 3));  // 3 chunks: 5 slots of 1 ms
+  CHECK(pipeline_floor_ms(t, 64) == Approx(3.0 + 6.0 / 64));
+  CHECK(pipeline_floor_ms(t, 0) == 0.0);
+  CHECK(pipeline_floor_ms(StageTimes{3.0, 3.0, 3.0, 4.0}, 5) == Approx(4.0 + 5.0 / 5));
+}
+
+TEST_CASE("overlap efficiency is achieved speedup over ideal speedup") {
+  const StageTimes t{1.0, 1.0, 1.0};
+  const double ideal = ideal_speedup(t, CopyEngines::kOnePerDirection);
+  CHECK(overlap_efficiency(3.0, ideal) == Approx(1.0));
+  CHECK(overlap_efficiency(2.7, ideal) == Approx(0.9));
+  CHECK(overlap_efficiency(1.0, ideal) == Approx(1.0 / 3.0));
+}
+
+TEST_CASE("chrome trace: valid JSON, one event per operation, one track per stream") {
+  const std::vector<std::string> tracks{"K=2: stream 0", "K=2: stream 1"};
+  const std::vector<TraceOp> ops{{"H2D 0", "copy_in", 0, 0.0, 10.0},
+                                 {"compute 0", "compute", 0, 10.0, 12.5},
+                                 {"D2H 0", "copy_out", 0, 22.5, 9.0},
+                                 {"H2D 1", "copy_in", 1, 10.0, 10.0}};
+  const nlohmann::json parsed = nlohmann::json::parse(chrome_trace(ops, tracks).dump());
+  REQUIRE(parsed.contains("traceEvents"));
+  std::vector<nlohmann::json> complete;
+  std::set<int> named_tracks;
+  for (const auto& e : parsed["traceEvents"]) {
+    if (e["ph"] == "X") complete.push_back(e);
+    if (e["ph"] == "M" && e["name"] == "thread_name") named_tracks.insert(e["tid"].get<int>());
+  }
+  REQUIRE(complete.size() == ops.size());
+  CHECK(named_tracks == std::set<int>{0, 1});
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    CAPTURE(i);
+    CHECK(complete[i]["name"] == ops[i].name);
+    CHECK(complete[i]["cat"] == ops[i].category);
+    CHECK(complete[i]["tid"] == ops[i].track);
+    CHECK(complete[i]["ts"].get<double>() == ops[i].start_us);
+    CHECK(complete[i]["dur"].get<double>() == ops[i].duration_us);
+  }
+
+  SECTION("an op on a missing track is an error") {
+    CHECK_THROWS_AS(chrome_trace({{"H2D 9", "copy_in", 2, 0.0, 1.0}}, tracks), std::invalid_argument);
+  }
+  SECTION("the file written parses back") {
+    const std::string path = temp_path("trace.json");
+    write_chrome_trace(path, ops, tracks);
+    CHECK(read_json(path)["traceEvents"].size() == parsed["traceEvents"].size());
+    std::remove(path.c_str());
+  }
+}
+
+TEST_CASE("transform_cpu: y <- decay * y + x, one rounding per step") {
+  const float x = 0.75f;
+  CHECK(transform_cpu(x, 0) == x);
+  CHECK(transform_cpu(x, 1) == std::fma(x, kDecay, x));
+  CHECK(transform_cpu(x, 2) == std::fma(std::fma(x, kDecay, x), kDecay, x));
+  // The fixed point is x / (1 - decay): after many steps the chain approaches it.
+  CHECK(transform_cpu(x, 20000) == Approx(x / (1.0 - kDecay)).epsilon(1e-3));
+  std::vector<float> in{-1.0f, 0.0f, 0.5f}, out(3);
+  transform_cpu(in.data(), out.data(), in.size(), 10);
+  for (std::size_t i = 0; i < in.size(); ++i) CHECK(out[i] == transform_cpu(in[i], 10));
+}
+
+TEST_CASE("flags: bad values exit 2 with a one-line reason, before any CUDA call") {
+  const auto [args, message] = GENERATE(table<std::vector<std::string>, std::string>({
+      {{"--streams", "1,0"}, "--streams must be at least 1, got 0"},
+      {{"--streams", "65"}, "--streams must be at most 64, got 65"},
+      {{"--chunks", "0"}, "--chunks must be at least 1, got 0"},
+      {{"--chunk-elements", "0"}, "--chunk-elements must be at least 1, got 0"},
+      {{"--iterations", "-1"}, "--iterations must be at least 0, got -1"},
+      {{"--repeats", "0"}, "--repeats must be at least 1, got 0"},
+      {{"--trace-streams", "0"}, "--trace-streams must be at least 1, got 0"},
+      {{"--producer-delay-us", "0"}, "--producer-delay-us must be at least 1, got 0"},
+      {{"--chunks", "4096", "--chunk-elements", "1000000"}, "must be at most"},
+      {{"--streams", "two"}, "--streams"},
+      {{"--no-such-flag"}, "--no-such-flag"},
+  }));
+  std::vector<std::string> argv{WORKBOOK_PROGRAM};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CAPTURE(argv);
+  const ProgramResult r = run_program(argv);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, ContainsSubstring(message));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+TEST_CASE("flags: --help exits 0 and names the chapter's flags") {
+  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--help"});
+  CHECK(r.exit_code == 0);
+  for (const char* flag : {"--streams", "--chunks", "--iterations", "--trace", "--drop-wait", "--quick", "--json"}) {
+    CHECK_THAT(r.out, ContainsSubstring(flag));
+  }
+}
+
+// ---------------------------------------------------------------- gpu
+
+namespace {
+
+struct GpuBatch {
+  workbook::PinnedBuffer<float> h_in, h_out;
+  workbook::DeviceBuffer<float> d_in, d_out;
+  Batch batch;
+  GpuBatch(int chunks, std::size_t chunk_elements, int iterations)
+      : h_in(chunks * chunk_elements), h_out(chunks * chunk_elements), d_in(chunks * chunk_elements),
+        d_out(chunks * chunk_elements),
+        batch{h_in.data(), h_out.data(), d_in.data(), d_out.data(), chunk_elements, chunks, iterations} {
+    for (std::size_t i = 0; i < h_in.size(); ++i) h_in.data()[i] = std::sin(0.001f * static_cast<float>(i));
+    std::memset(h_out.data(), 0xFF, h_out.bytes());  // NaN: an unwritten element cannot pass
+  }
+};
+
+}  // namespace
+
+TEST_CASE("every K gives the CPU twin's result bit for bit", "[gpu]") {
+  require_gpus(1);
+  const int streams = GENERATE(1, 2, 3, 5, 8);
+  const int chunks = GENERATE(1, 7, 16);
+  const std::size_t chunk_elements = GENERATE(1, 255, 1000);
+  CAPTURE(streams, chunks, chunk_elements);
+  GpuBatch g(chunks, chunk_elements, 50);
+  MultiStreamPipeline pipeline(streams);
+  pipeline.enqueue(g.batch);
+  CUDA_CHECK(cudaStreamSynchronize(pipeline.origin()));
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < g.h_in.size(); ++i) {
+    const float want = transform_cpu(g.h_in.data()[i], 50);
+    differ += std::memcmp(&g.h_out.data()[i], &want, sizeof(float)) != 0;
+  }
+  CHECK(differ == 0);
+}
+
+TEST_CASE("the article's two streams, event-ordered, match the CPU twin", "[gpu]") {
+  require_gpus(1);
+  GpuBatch g(6, 4097, 30);
+  TwoStreamPipeline article(6);
+  article.enqueue(g.batch, Ordering::kEventWait, 200'000);  // a late producer must not matter
+  CUDA_CHECK(cudaStreamSynchronize(article.compute()));
+  for (std::size_t i = 0; i < g.h_in.size(); i += 97) {
+    CAPTURE(i);
+    CHECK(g.h_out.data()[i] == transform_cpu(g.h_in.data()[i], 30));
+  }
+}
+
+TEST_CASE("the program: identical results for every K, ordering check clean, PASS", "[gpu]") {
+  const std::string json = temp_path("streams.json");
+  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick", "--streams", "1,2,3,4,8", "--json", json});
+  skip_if_no_gpu(r);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(last_line(r.out) == "PASS");
+  const nlohmann::json j = read_json(json);
+  REQUIRE(j["pipeline"].size() == 5);
+  for (const auto& p : j["pipeline"]) {
+    CAPTURE(p["streams"]);
+    CHECK(p["bit_identical"] == true);
+    CHECK(p["time_ms"]["median"].get<double>() > 0.0);
+  }
+  CHECK(j["two_stream"]["bit_identical"] == true);
+  CHECK(j["ordering_check"]["stale_elements"] == 0);
+  CHECK(j["ordering_check"]["waits_dropped"] == false);
+  CHECK(j["reference_check"]["mismatches"] == 0);
+  std::remove(json.c_str());
+}
+
+TEST_CASE("drop-wait flag: the missing cudaStreamWaitEvent is caught (FAIL, exit 1)", "[gpu]") {
+  const std::string json = temp_path("drop.json");
+  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick", "--drop-wait", "--json", json});
+  skip_if_no_gpu(r);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(last_line(r.out), StartsWith("FAIL: "));
+  CHECK_THAT(r.out, ContainsSubstring("read before their copy landed"));
+  const nlohmann::json j = read_json(json);
+  CHECK(j["ordering_check"]["waits_dropped"] == true);
+  // The late producer makes the race show every time (on an idle GPU, in every checked element;
+  // other processes time-slicing the GPU can shorten the producer's head start, so ask for some).
+  CHECK(j["ordering_check"]["stale_elements"].get<std::size_t>() > 0);
+  CHECK(j["passed"] == false);
+  std::remove(json.c_str());
+}
+
+TEST_CASE("asynchrony: the launch returns before the GPU is done, the read waits", "[gpu]") {
+  const std::string json = temp_path("async.json");
+  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick", "--json", json});
+  skip_if_no_gpu(r);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = read_json(json);
+  const nlohmann::json& a = j["asynchrony"];
+  CHECK(a["returned_before_done"] == true);
+  const double kernel_ms = a["kernel_ms"]["median"];
+  CHECK(a["launch_us"]["median"].get<double>() < 0.1 * 1000.0 * kernel_ms);
+  CHECK(a["read_blocked_ms"]["median"].get<double>() > 0.5 * kernel_ms);
+  // GPU-side waiting blocks the host far less than a device-wide synchronize.
+  const nlohmann::json& methods = j["waits"]["methods"];
+  REQUIRE(methods.size() == 4);
+  CHECK(methods[3]["blocked_us"]["median"].get<double>() < methods[0]["blocked_us"]["median"].get<double>());
+  std::remove(json.c_str());
+}
+
+TEST_CASE("trace flag: one event per operation and one track per stream", "[gpu]") {
+  const std::string trace = temp_path("trace.json");
+  const ProgramResult r =
+      run_program({WORKBOOK_PROGRAM, "--quick", "--chunks", "5", "--trace", trace, "--trace-streams", "3"});
+  skip_if_no_gpu(r);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json t = read_json(trace);
+  std::size_t complete = 0;
+  std::set<int> tracks_used, tracks_named;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++complete;
+      tracks_used.insert(e["tid"].get<int>());
+      CHECK(e["dur"].get<double>() >= 0.0);
+      CHECK(e["ts"].get<double>() >= 0.0);
+    }
+    if (e["ph"] == "M" && e["name"] == "thread_name") tracks_named.insert(e["tid"].get<int>());
+  }
+  CHECK(complete == 2 * 3 * 5);                           // 3 ops per chunk, K=3 run + article's run
+  CHECK(tracks_named == std::set<int>{0, 1, 2, 3, 4});     // 3 streams + compute + transfer
+  CHECK(tracks_used == tracks_named);
+  std::remove(trace.c_str());
+}
+
+// ---------------------------------------------------------------- pytorch
+
+TEST_CASE("pytorch_streams.py --quick runs and writes the C++ program's JSON fields", "[pytorch]") {
+  require_torch_cuda(WORKBOOK_PYTHON);
+  const std::string json = temp_path("torch.json");
+  const ProgramResult r =
+      run_program({WORKBOOK_PYTHON, std::string(WORKBOOK_CHAPTER_DIR) + "/pytorch_streams.py", "--quick", "--json", json});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(last_line(r.out) == "PASS");
+  const nlohmann::json pt = read_json(json);
+  CHECK(pt["passed"] == true);
+  for (const auto& p : pt["pipeline"]) CHECK(p["bit_identical"] == true);
+  CHECK(pt["asynchrony"]["returned_before_done"] == true);
+
+  const std::string cpp_json = temp_path("cpp.json");
+  const ProgramResult c = run_program({WORKBOOK_PROGRAM, "--quick", "--json", cpp_json});
+  if (c.exit_code == 0) {  // same fields, so that one plot or table reads both
+    const nlohmann::json cpp = read_json(cpp_json);
+    for (const auto& field : cpp.items()) {
+      CAPTURE(field.key());
+      if (field.key() != "program") CHECK(pt.contains(field.key()));
+    }
+    std::remove(cpp_json.c_str());
+  }
+  std::remove(json.c_str());
+}
