@@ -13,14 +13,6 @@
 namespace transfer {
 namespace {
 
-void curand_check(curandStatus_t status, const char* expression, const char* file, int line) {
-  if (status != CURAND_STATUS_SUCCESS) {
-    throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + expression +
-                             " failed: curandStatus_t " + std::to_string(static_cast<int>(status)));
-  }
-}
-#define CURAND_CHECK(expr) curand_check((expr), #expr, __FILE__, __LINE__)
-
 __device__ unsigned long long global_timer_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -60,24 +52,15 @@ struct Xoshiro256Plus {
 
 }  // namespace
 
-DeviceNormalGenerator::DeviceNormalGenerator(std::uint64_t seed, cudaStream_t stream) : stream_(stream) {
-  CURAND_CHECK(curandCreateGenerator(&generator_, CURAND_RNG_PSEUDO_PHILOX4_32_10));
-  CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(generator_, seed));
-  CURAND_CHECK(curandSetStream(generator_, stream));
-  CUDA_CHECK(cudaMalloc(&pair_, 2 * sizeof(float)));
-}
-
-DeviceNormalGenerator::~DeviceNormalGenerator() {
-  (void)cudaFree(pair_);
-  (void)curandDestroyGenerator(generator_);
-}
+DeviceNormalGenerator::DeviceNormalGenerator(std::uint64_t seed, cudaStream_t stream)
+    : generator_(workbook::RngLocation::kDevice, seed, stream), stream_(stream), pair_(2) {}
 
 void DeviceNormalGenerator::fill(float* device_data, std::size_t n) {
   const std::size_t even = n - n % 2;
-  if (even > 0) CURAND_CHECK(curandGenerateNormal(generator_, device_data, even, 0.0f, 1.0f));
+  if (even > 0) generator_.normal(device_data, even, 0.0f, 1.0f);
   if (n % 2 == 1) {
-    CURAND_CHECK(curandGenerateNormal(generator_, pair_, 2, 0.0f, 1.0f));
-    CUDA_CHECK(cudaMemcpyAsync(device_data + even, pair_, sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+    generator_.normal(pair_.data(), 2, 0.0f, 1.0f);
+    CUDA_CHECK(cudaMemcpyAsync(device_data + even, pair_.data(), sizeof(float), cudaMemcpyDeviceToDevice, stream_));
   }
 }
 

@@ -7,10 +7,11 @@
 //   transfer::spin_on_gpu(20.0, stream);    // keeps `stream` busy for 20 ms (like torch.cuda._sleep)
 #pragma once
 
+#include "curand_generator.h"
+#include "device_buffer.h"
 #include "tensor.h"
 
 #include <cuda_runtime_api.h>
-#include <curand.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -22,17 +23,14 @@ namespace transfer {
 class DeviceNormalGenerator {
  public:
   DeviceNormalGenerator(std::uint64_t seed, cudaStream_t stream);
-  ~DeviceNormalGenerator();
-  DeviceNormalGenerator(const DeviceNormalGenerator&) = delete;
-  DeviceNormalGenerator& operator=(const DeviceNormalGenerator&) = delete;
 
   // Any n, odd included (cuRAND itself produces normals in pairs). Asynchronous on the stream.
   void fill(float* device_data, std::size_t n);
 
  private:
-  curandGenerator_t generator_ = nullptr;
+  workbook::CurandGenerator generator_;
   cudaStream_t stream_ = nullptr;
-  float* pair_ = nullptr;  // two floats of scratch for the odd element
+  workbook::DeviceBuffer<float> pair_;  // two floats of scratch for the odd element
 };
 
 // The host twin: Normal(0, 1) floats from xoshiro256+ and the Box-Muller transform on one core

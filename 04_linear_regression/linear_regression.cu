@@ -7,10 +7,9 @@
 #include "linear_regression.cuh"
 
 #include "cuda_check.h"
+#include "curand_generator.h"
 #include "nvtx.h"
 #include "stream.h"
-
-#include <curand.h>
 
 #include <algorithm>
 #include <sstream>
@@ -120,21 +119,10 @@ __global__ void sgd_step_kernel(float* params, const float* grads, float lr) {
   if (j < 2) params[j] -= lr * grads[j];
 }
 
-void curand_check(curandStatus_t status, const char* what) {
-  if (status != CURAND_STATUS_SUCCESS) {
-    throw std::runtime_error(std::string(what) + " failed: curandStatus " + std::to_string(status));
-  }
-}
-
 // Device-side noise: cuRAND's Philox4x32-10 generator writes n (rounded up to even) normals.
 void generate_normal(float* out, std::int64_t count, std::uint64_t seed, cudaStream_t stream) {
-  curandGenerator_t generator = nullptr;
-  curand_check(curandCreateGenerator(&generator, CURAND_RNG_PSEUDO_PHILOX4_32_10), "curandCreateGenerator");
-  curandStatus_t status = curandSetStream(generator, stream);
-  if (status == CURAND_STATUS_SUCCESS) status = curandSetPseudoRandomGeneratorSeed(generator, seed);
-  if (status == CURAND_STATUS_SUCCESS) status = curandGenerateNormal(generator, out, count, 0.0f, 1.0f);
-  curandDestroyGenerator(generator);
-  curand_check(status, "curandGenerateNormal");
+  workbook::CurandGenerator generator(workbook::RngLocation::kDevice, seed, stream);
+  generator.normal(out, static_cast<std::size_t>(count), 0.0f, 1.0f);
 }
 
 std::int64_t even(std::int64_t n) { return ceil_div(n, 2) * 2; }

@@ -1,9 +1,8 @@
 // regression.cpp: data, float64 reference and float32 CPU version of the chapter's regression.
 #include "regression.h"
 
+#include "curand_generator.h"
 #include "exit_codes.h"
-
-#include <curand.h>
 
 #include <algorithm>
 #include <chrono>
@@ -48,18 +47,9 @@ namespace {
 // cuRAND's host API draws the same Philox4x32-10 stream as its device API would for this seed.
 void add_noise_cpu(std::vector<float>& y, double sigma, std::uint64_t seed) {
   if (sigma == 0.0) return;
-  curandGenerator_t generator = nullptr;
-  auto check = [](curandStatus_t status, const char* what) {
-    if (status != CURAND_STATUS_SUCCESS) {
-      throw std::runtime_error(std::string(what) + " failed: curandStatus " + std::to_string(status));
-    }
-  };
-  check(curandCreateGeneratorHost(&generator, CURAND_RNG_PSEUDO_PHILOX4_32_10), "curandCreateGeneratorHost");
   std::vector<float> normal((y.size() + 1) / 2 * 2);  // Box-Muller yields pairs: the count must be even
-  curandStatus_t status = curandSetPseudoRandomGeneratorSeed(generator, seed);
-  if (status == CURAND_STATUS_SUCCESS) status = curandGenerateNormal(generator, normal.data(), normal.size(), 0.0f, 1.0f);
-  curandDestroyGenerator(generator);
-  check(status, "curandGenerateNormal (host)");
+  workbook::CurandGenerator generator(workbook::RngLocation::kHost, seed);
+  generator.normal(normal.data(), normal.size(), 0.0f, 1.0f);
   const float s = static_cast<float>(sigma);
   for (std::size_t i = 0; i < y.size(); ++i) {
     const float scaled = s * normal[i];
