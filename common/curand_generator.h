@@ -5,8 +5,8 @@
 //   workbook::CurandGenerator host(workbook::RngLocation::kHost, 42);
 //   host.normal(h_out, n, 0.0f, 1.0f);       // the same numbers, made by the CPU
 //
-// Header-only, because only the chapters that link CUDA::curand include it. n must be even:
-// the normal generator makes pairs (Box-Muller).
+// Header-only, because only the chapters that link CUDA::curand include it. On the device, n
+// must be even: the normal generator makes pairs (Box-Muller).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -82,7 +82,7 @@ class CurandGenerator {
   CurandGenerator& operator=(const CurandGenerator&) = delete;
 
   // n normals of the given mean and standard deviation into `out` (device or host memory, as the
-  // generator's location); n must be even.
+  // generator's location); on the device n must be even.
   void normal(float* out, std::size_t n, float mean, float stddev) {
     CURAND_CHECK(curandGenerateNormal(generator_, out, n, mean, stddev));
   }

@@ -3,6 +3,7 @@
 #include "compare.h"
 #include "cli.h"
 #include "cuda_check.h"
+#include "curand_generator.h"
 #include "device_buffer.h"
 #include "event_timer.h"
 #include "gpu_probe.h"
@@ -99,6 +100,23 @@ TEST_CASE("compare uses abs + rel tolerance and lists the first mismatches") {
   SECTION("different lengths fail") {
     CHECK_FALSE(compare(std::vector<double>{1.0}, want, Tolerance{}).ok());
   }
+}
+
+TEST_CASE("CURAND_CHECK names the status; the host generator is seeded and reproducible") {
+  CHECK_THROWS_WITH([] { CURAND_CHECK(CURAND_STATUS_LENGTH_NOT_MULTIPLE); }(),
+                    ContainsSubstring("failed: CURAND_STATUS_LENGTH_NOT_MULTIPLE (105)"));
+  std::vector<float> a(100000), b(100000);
+  CurandGenerator(RngLocation::kHost, 7).normal(a.data(), a.size(), 0.0f, 1.0f);
+  CurandGenerator(RngLocation::kHost, 7).normal(b.data(), b.size(), 0.0f, 1.0f);
+  CHECK(a == b);
+  double sum = 0.0, sum_sq = 0.0;
+  for (float x : a) {
+    sum += x;
+    sum_sq += static_cast<double>(x) * x;
+  }
+  const double mean = sum / a.size();
+  CHECK(std::fabs(mean) < 0.02);                                  // 5 sigma of the mean of 1e5 normals
+  CHECK(std::fabs(std::sqrt(sum_sq / a.size() - mean * mean) - 1.0) < 0.02);
 }
 
 TEST_CASE("no-GPU reasons say what is missing") {
