@@ -4,6 +4,9 @@
     python3 compare_pytorch.py streams_events.json pytorch_streams.json [comparison.csv]
 
 Both files have the same fields (see the two programs); times are medians of CUDA-event timings.
+The comparison is only like for like when both ran the same workload (chunks, bytes and multiply-adds
+per element: run pytorch_streams.py with --iterations from the C++ JSON, as benchmark.sh does); the
+table is printed either way, but the exit status is 1 when they differ.
 """
 import csv
 import json
@@ -21,10 +24,10 @@ def main(cpp_path, torch_path, csv_path=None):
         if p["streams"] in pt_by_k:
             rows.append((f"K = {p['streams']} streams", p["time_ms"]["median"], pt_by_k[p["streams"]]["time_ms"]["median"]))
     rows.append(("two streams (article)", cpp["two_stream"]["time_ms"]["median"], pt["two_stream"]["time_ms"]["median"]))
-    same = cpp["workload"]["iterations"] == pt["workload"]["iterations"] and \
-        cpp["workload"]["total_bytes"] == pt["workload"]["total_bytes"]
+    same = all(cpp["workload"][k] == pt["workload"][k] for k in ("chunks", "chunk_elements", "iterations"))
     print(f"same workload: {'yes' if same else 'NO'} ({cpp['workload']['chunks']} chunks, "
-          f"{cpp['workload']['iterations']} multiply-adds per element; PyTorch compute via {pt.get('compute_backend')})")
+          f"{cpp['workload']['iterations']} multiply-adds per element in C++, {pt['workload']['iterations']} in "
+          f"PyTorch; PyTorch compute via {pt.get('compute_backend')})")
     print(f"{'schedule':<24}{'CUDA C++ ms':>12}{'PyTorch ms':>12}{'PyTorch / C++':>15}")
     for name, c, p in rows:
         print(f"{name:<24}{c:12.3f}{p:12.3f}{p / c:14.2f}x")
@@ -37,9 +40,10 @@ def main(cpp_path, torch_path, csv_path=None):
             w = csv.writer(f)
             w.writerow(["schedule", "cuda_cpp_ms", "pytorch_ms"])
             w.writerows(rows)
+    return 0 if same else 1
 
 
 if __name__ == "__main__":
     if len(sys.argv) not in (3, 4):
         sys.exit("usage: compare_pytorch.py CPP.json TORCH.json [OUT.csv]")
-    main(*sys.argv[1:])
+    sys.exit(main(*sys.argv[1:]))

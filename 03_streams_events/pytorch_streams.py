@@ -6,7 +6,8 @@ multiply-add chain per element, copied out), the same schedules (serial, K strea
 transfer + compute streams ordered by an event), the same timing (CUDA events, warm-up, median)
 and the same JSON fields, so that the two can be compared line by line.
 
-    python3 pytorch_streams.py                      # full run (pass --iterations N to match C++)
+    python3 pytorch_streams.py --iterations N       # full run, N from the C++ run's JSON (like for like)
+    python3 pytorch_streams.py                      # full run, calibrated on its own (as C++ calibrates)
     python3 pytorch_streams.py --quick --json -     # what the tests run
     python3 pytorch_streams.py --drop-wait          # the missing-wait bug: the check FAILs
 
@@ -44,7 +45,9 @@ def parse_args():
     p.add_argument("--quick", action="store_true")
     p.add_argument("--chunks", type=int)
     p.add_argument("--chunk-elements", type=int)
-    p.add_argument("--iterations", type=int, help="0 or absent: calibrate like the C++ program")
+    p.add_argument("--iterations", type=int,
+                   help="multiply-adds per element; 0 or absent: calibrate like the C++ program (compute as long "
+                        "as both copies at once). To compare with a C++ run, pass that run's workload.iterations")
     p.add_argument("--streams", type=lambda s: [int(k) for k in s.split(",")])
     p.add_argument("--repeats", type=int)
     p.add_argument("--drop-wait", action="store_true")
@@ -232,19 +235,43 @@ def main():
                     fn(c)
         return time_on_stream(main_stream, warmup, a.repeats, work)
 
+    other = torch.cuda.Stream()
+
+    def both_ways():
+        """Every H2D on main_stream and every D2H on `other`, at once: the link's two-way floor."""
+        other.wait_stream(main_stream)
+        with torch.cuda.stream(main_stream):
+            for c in range(b.chunks):
+                b.copy_in(c)
+        with torch.cuda.stream(other):
+            for c in range(b.chunks):
+                b.copy_out(c)
+        main_stream.wait_stream(other)
+
     calibrated = a.iterations == 0
-    if calibrated:  # compute as long as the slower copy, as the C++ program does
+    calibration = None
+    if calibrated:  # compute as long as both copies at once (the copies' floor), as the C++ program does
         enqueue_serial(b, main_stream)
-        slower = max(stage(b.copy_in)["median"], stage(b.copy_out)["median"])
+        t_in, t_out = stage(b.copy_in)["median"], stage(b.copy_out)["median"]
+        t_both = time_on_stream(main_stream, warmup, a.repeats, both_ways)["median"]
         times = {}
         for it in (64, 2048):
             b.iterations = it
             times[it] = stage(b.compute_chunk)["median"]
         slope = (times[2048] - times[64]) / (2048 - 64)
-        b.iterations = int(min(max(64 + (slower - times[64]) / slope, 1), 1e6)) if slope > 0 else 2048
+
+        def iterations_for(target_ms):
+            return int(min(max(64 + (target_ms - times[64]) / slope, 1), 1e6)) if slope > 0 else 2048
+        b.iterations = iterations_for(max(t_both, t_in, t_out))  # overlap_bound.h copy_floor_ms
+        calibration = {"target": "both copies at once", "target_ms": max(t_both, t_in, t_out), "h2d_ms": t_in,
+                       "d2h_ms": t_out, "copies_together_ms": t_both,
+                       "iterations_for_slower_copy": iterations_for(max(t_in, t_out))}
     out["workload"] = {"chunks": a.chunks, "chunk_elements": a.chunk_elements, "chunk_bytes": 4 * a.chunk_elements,
                        "total_bytes": total_bytes, "iterations": b.iterations, "iterations_calibrated": calibrated}
-    print(f"workload: {a.chunks} chunks x {a.chunk_elements} floats, {b.iterations} multiply-adds per element", file=log)
+    if calibration:
+        out["workload"]["calibration"] = calibration
+    print(f"workload: {a.chunks} chunks x {a.chunk_elements} floats, {b.iterations} multiply-adds per element"
+          f"{' (calibrated: as long as both copies at once)' if calibrated else ''}", file=log)
 
     # Reference and checks: serial result vs the float64 emulation; every schedule vs serial.
     b.poison()
@@ -311,17 +338,6 @@ def main():
 
     # 2. Stages alone, the bound, K streams.
     copy_in, comp, copy_out = stage(b.copy_in), stage(b.compute_chunk), stage(b.copy_out)
-    other = torch.cuda.Stream()
-
-    def both_ways():
-        other.wait_stream(main_stream)
-        with torch.cuda.stream(main_stream):
-            for c in range(b.chunks):
-                b.copy_in(c)
-        with torch.cuda.stream(other):
-            for c in range(b.chunks):
-                b.copy_out(c)
-        main_stream.wait_stream(other)
     together = time_on_stream(main_stream, warmup, a.repeats, both_ways)
     serial = time_on_stream(main_stream, warmup, a.repeats, lambda: enqueue_serial(b, main_stream))
     t_in, t_c, t_out, t_both = copy_in["median"], comp["median"], copy_out["median"], together["median"]

@@ -1,9 +1,10 @@
 // test_03_streams_events.cpp: chapter 03 (streams, events, overlap, the cost of waiting).
 //
-// cpu:     the ideal-bound and efficiency arithmetic, the Chrome trace writer, the CPU twin, and
-//          flag validation (bad flags exit 2 before any CUDA call).
+// cpu:     the ideal-bound and efficiency arithmetic and the calibration target, the Chrome trace
+//          writer, the CPU twin, and flag validation (bad flags exit 2 before any CUDA call).
 // gpu:     every schedule gives the serial result bit for bit; --drop-wait is caught (FAIL, exit 1)
-//          while the normal run passes; a launch returns before the GPU is done; --trace output.
+//          while the normal run passes; a launch returns before the GPU is done; --trace output;
+//          the calibration targets both copies at once.
 // pytorch: pytorch_streams.py --quick runs and writes the same JSON fields.
 #include "chrome_trace.h"
 #include "overlap_bound.h"
@@ -85,6 +86,24 @@ TEST_CASE("duplex bound: both copies measured at once replace the copies' alone 
   }
   SECTION("not measured (0): never below a copy alone") {
     CHECK(duplex_time_ms(StageTimes{3.0, 1.0, 2.0}) == 3.0);
+  }
+}
+
+TEST_CASE("calibration target: the copies' floor, so that the stages-alone bound can be reached") {
+  SECTION("the floor is both copies at once, never below either copy alone") {
+    CHECK(copy_floor_ms(StageTimes{5.0, 0.0, 4.9, 5.5}) == 5.5);
+    CHECK(copy_floor_ms(StageTimes{5.0, 0.0, 4.9, 0.0}) == 5.0);  // not measured
+    CHECK(copy_floor_ms(StageTimes{5.0, 9.0, 4.9, 5.5}) == 5.5);  // compute plays no part
+  }
+  SECTION("compute as long as the slower copy alone: the stages-alone bound promises too much") {
+    const StageTimes t{5.0, 5.0, 4.98, 5.56};  // the H200: copies 10% slower when both run
+    CHECK(ideal_speedup(t, CopyEngines::kOnePerDirection) > 1.1 * duplex_speedup(t));
+  }
+  SECTION("compute as long as both copies at once: the two bounds are the same") {
+    StageTimes t{5.0, 0.0, 4.98, 5.56};
+    t.compute_ms = copy_floor_ms(t);
+    CHECK(ideal_speedup(t, CopyEngines::kOnePerDirection) == Approx(duplex_speedup(t)));
+    CHECK(ideal_time_ms(t, CopyEngines::kOnePerDirection) == t.compute_ms);
   }
 }
 
@@ -286,6 +305,23 @@ TEST_CASE("asynchrony: the launch returns before the GPU is done, the read waits
   const nlohmann::json& methods = j["waits"]["methods"];
   REQUIRE(methods.size() == 4);
   CHECK(methods[3]["blocked_us"]["median"].get<double>() < methods[0]["blocked_us"]["median"].get<double>());
+  std::remove(json.c_str());
+}
+
+TEST_CASE("calibration: compute is matched to both copies at once, not to the slower copy", "[gpu]") {
+  const std::string json = temp_path("calibrated.json");
+  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick", "--iterations", "0", "--json", json});
+  skip_if_no_gpu(r);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, ContainsSubstring("calibrated: as long as both copies at once"));
+  const nlohmann::json w = read_json(json)["workload"];
+  CHECK(w["iterations_calibrated"] == true);
+  const nlohmann::json& c = w["calibration"];
+  CHECK(c["target_ms"].get<double>() >= c["copies_together_ms"].get<double>());
+  CHECK(c["target_ms"].get<double>() >= std::max(c["h2d_ms"].get<double>(), c["d2h_ms"].get<double>()));
+  // A longer target needs at least as many multiply-adds (the line's slope is positive).
+  CHECK(w["iterations"].get<int>() >= c["iterations_for_slower_copy"].get<int>());
   std::remove(json.c_str());
 }
 
