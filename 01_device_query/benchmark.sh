@@ -6,7 +6,7 @@ build=$1 results=$2
 mkdir -p "$results"
 "$build/device_query" --json "$results/device_query.json" | tee "$results/device_query.txt"
 # What PyTorch reports for the same questions, for the README's side-by-side.
-python3 - <<'PY' | tee "$results/torch_cuda.txt" || echo "(PyTorch not available)"
+python3 - <<'PY' | tee "$results/torch_cuda.txt" || echo "(the PyTorch side did not run: see the error above)"
 import torch
 print("torch", torch.__version__, "built with CUDA", torch.version.cuda)
 print("torch.cuda.is_available()  ", torch.cuda.is_available())

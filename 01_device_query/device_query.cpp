@@ -2,8 +2,10 @@
 #include "device_query.h"
 
 #include "cuda_check.h"
+#include "device_buffer.h"
 #include "stream.h"
 
+#include <cstddef>
 #include <cstdint>
 
 namespace device_query {
@@ -15,6 +17,21 @@ int attribute(cudaDeviceAttr attr, int device) {
   CUDA_CHECK(cudaDeviceGetAttribute(&value, attr, device));
   return value;
 }
+
+// Makes `device` current for one scope and restores the previous one, also when a call throws.
+class CurrentDeviceGuard {
+ public:
+  explicit CurrentDeviceGuard(int device) {
+    CUDA_CHECK(cudaGetDevice(&previous_));
+    CUDA_CHECK(cudaSetDevice(device));
+  }
+  ~CurrentDeviceGuard() { (void)cudaSetDevice(previous_); }
+  CurrentDeviceGuard(const CurrentDeviceGuard&) = delete;
+  CurrentDeviceGuard& operator=(const CurrentDeviceGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+};
 
 }  // namespace
 
@@ -54,12 +71,12 @@ DeviceReport query_device(int device) {
   r.concurrent_kernels = prop.concurrentKernels != 0;
   r.cooperative_launch = prop.cooperativeLaunch != 0;
 
-  // Free memory is a property of the moment, and cudaMemGetInfo answers for the current device.
-  int previous = 0;
-  CUDA_CHECK(cudaGetDevice(&previous));
-  CUDA_CHECK(cudaSetDevice(device));
+  // Free memory is a property of the moment, and cudaMemGetInfo answers for the current device,
+  // so asking about device d creates d's context (about 0.5 GiB), as torch.cuda.mem_get_info(d)
+  // does; get_device_properties(d) alone does not.
+  CurrentDeviceGuard on(device);
   r.free_global_mem = memory_info().free;
-  CUDA_CHECK(cudaSetDevice(previous));
+  r.memory_pools = attribute(cudaDevAttrMemoryPoolsSupported, device) != 0;
   return r;
 }
 
@@ -107,6 +124,7 @@ class KeepingPool {
   KeepingPool& operator=(const KeepingPool&) = delete;
 
   cudaMemPool_t get() const { return pool_; }
+  void trim() { CUDA_CHECK(cudaMemPoolTrimTo(pool_, 0)); }
   std::size_t counter(cudaMemPoolAttr attr) const {
     std::uint64_t value = 0;
     CUDA_CHECK(cudaMemPoolGetAttribute(pool_, attr, &value));
@@ -115,6 +133,29 @@ class KeepingPool {
 
  private:
   cudaMemPool_t pool_ = nullptr;
+};
+
+// One block from the pool, returned to it (not to the driver) when the owner goes away.
+class PooledBlock {
+ public:
+  PooledBlock(const KeepingPool& pool, std::size_t bytes, cudaStream_t stream) : stream_(stream) {
+    CUDA_CHECK(cudaMallocFromPoolAsync(&data_, bytes, pool.get(), stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  ~PooledBlock() { release(); }
+  PooledBlock(const PooledBlock&) = delete;
+  PooledBlock& operator=(const PooledBlock&) = delete;
+
+  void release() noexcept {
+    if (data_ == nullptr) return;
+    (void)cudaFreeAsync(data_, stream_);
+    (void)cudaStreamSynchronize(stream_);
+    data_ = nullptr;
+  }
+
+ private:
+  void* data_ = nullptr;
+  cudaStream_t stream_;
 };
 
 }  // namespace
@@ -132,20 +173,16 @@ std::vector<AccountingStep> measure_memory_accounting(std::size_t bytes) {
 
   note("start (CUDA context created)");
 
-  void* plain = nullptr;
-  CUDA_CHECK(cudaMalloc(&plain, bytes));
+  workbook::DeviceBuffer<std::byte> plain(bytes);  // cudaMalloc
   note("cudaMalloc");
-  CUDA_CHECK(cudaFree(plain));
+  plain.reset();                                   // cudaFree
   note("cudaFree");
 
-  void* pooled = nullptr;
-  CUDA_CHECK(cudaMallocFromPoolAsync(&pooled, bytes, pool.get(), stream.get()));
-  CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+  PooledBlock pooled(pool, bytes, stream.get());
   note("pool: cudaMallocFromPoolAsync");
-  CUDA_CHECK(cudaFreeAsync(pooled, stream.get()));
-  CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+  pooled.release();
   note("pool: cudaFreeAsync");
-  CUDA_CHECK(cudaMemPoolTrimTo(pool.get(), 0));
+  pool.trim();
   note("pool: cudaMemPoolTrimTo(0)");
   return steps;
 }

@@ -21,7 +21,7 @@ namespace device_query {
 struct DeviceReport {
   int index = 0;
   std::string name;
-  std::string pci_bus_id;  // domain:bus:device.function, as nvidia-smi prints it
+  std::string pci_bus_id;  // domain:bus:device.function (nvidia-smi pads the domain to 8 digits)
   int major = 0, minor = 0;
   int multiprocessors = 0;
   std::size_t total_global_mem = 0;  // bytes
@@ -45,6 +45,7 @@ struct DeviceReport {
   bool unified_addressing = false;
   bool concurrent_kernels = false;
   bool cooperative_launch = false;
+  bool memory_pools = false;  // stream-ordered allocation (cudaMallocAsync) is supported
 };
 
 DeviceReport query_device(int device);
@@ -73,7 +74,7 @@ struct AccountingStep {
 
 // On the current device: cudaMalloc / cudaFree of `bytes`, then the same through a stream-ordered
 // pool that keeps freed memory (like PyTorch's caching allocator), then a trim of the pool
-// (torch.cuda.empty_cache()). Returns the steps in order.
+// (torch.cuda.empty_cache()). Returns the steps in order. Needs DeviceReport::memory_pools.
 std::vector<AccountingStep> measure_memory_accounting(std::size_t bytes);
 
 }  // namespace device_query

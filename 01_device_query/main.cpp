@@ -74,6 +74,7 @@ void print_device(std::ostream& out, const DeviceReport& d) {
   row("unified addressing", yes_no(d.unified_addressing));
   row("concurrent kernels", yes_no(d.concurrent_kernels));
   row("cooperative launch", yes_no(d.cooperative_launch));
+  row("memory pools (cudaMallocAsync)", yes_no(d.memory_pools));
 }
 
 nlohmann::json device_json(const DeviceReport& d) {
@@ -106,6 +107,7 @@ nlohmann::json device_json(const DeviceReport& d) {
       {"unified_addressing", d.unified_addressing},
       {"concurrent_kernels", d.concurrent_kernels},
       {"cooperative_launch", d.cooperative_launch},
+      {"memory_pools", d.memory_pools},
   };
 }
 
@@ -208,8 +210,9 @@ int run(int argc, char** argv) {
   out << "CUDA available: yes\n";
   out << "device count                      " << gpus.device_count << "\n";
   out << "current device                    " << current_device << "\n";
-  out << "driver load + context creation    " << std::fixed << std::setprecision(1) << init_ms << " ms\n";
-  out.unsetf(std::ios::floatfield);
+  char init_line[80];
+  std::snprintf(init_line, sizeof init_line, "driver load + context creation    %.1f ms\n", init_ms);
+  out << init_line;
 
   nlohmann::json devices = nlohmann::json::array();
   {
@@ -231,7 +234,12 @@ int run(int argc, char** argv) {
     json["peer_access"] = matrix;
   }
 
-  memory_accounting(report, common.quick ? std::size_t{256} << 20 : std::size_t{1} << 30);
+  if (device_query::query_device(current).memory_pools) {
+    memory_accounting(report, common.quick ? std::size_t{256} << 20 : std::size_t{1} << 30);
+  } else {
+    out << "\nMemory accounting skipped: device " << current
+        << " has no stream-ordered memory pools (cudaDevAttrMemoryPoolsSupported is 0)\n";
+  }
   return report.finish();
 }
 

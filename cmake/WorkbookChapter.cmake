@@ -7,7 +7,7 @@
 #       [SMOKE_LABELS <labels...>]    ctest labels of `<program> --quick` (default: gpu)
 #       [SANITIZE_ARGS <args...>]     arguments under compute-sanitizer (default: --quick)
 #       [RUN_SERIAL])                 the program measures device-wide state (free memory, say):
-#                                     ctest runs its tests, Catch2 cases included, alone
+#                                     ctest runs its smoke, sanitize and GPU Catch2 tests alone
 #
 # Every program exits 77 when it has no usable GPU; ctest reports that as skipped.
 
@@ -19,7 +19,7 @@ add_library(workbook::policy ALIAS workbook_policy)
 target_compile_features(workbook_policy INTERFACE cxx_std_17 cuda_std_17)
 target_compile_options(workbook_policy INTERFACE
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wshadow -Werror>
-    $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -Xcompiler=-Wall,-Wextra,-Werror -lineinfo>)
+    $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -Xcompiler=-Wall,-Wextra,-Wshadow,-Werror -lineinfo>)
 if(WORKBOOK_SYNC_LAUNCHES)
   target_compile_definitions(workbook_policy INTERFACE WORKBOOK_SYNC_LAUNCHES=1)
 endif()
@@ -66,8 +66,12 @@ function(workbook_add_chapter program)
         set(extra --leak-check full)
       endif()
       set(name "${chapter}: sanitize ${tool}")
+      # Without a usable GPU the sanitizer itself fails, so ask workbook_needs_gpu first: its 77
+      # makes the test a skip, with the reason in the test's output.
       add_test(NAME "${name}"
-               COMMAND "${WORKBOOK_COMPUTE_SANITIZER}" --tool ${tool} ${extra} --error-exitcode 99
+               COMMAND sh -c "\"\$0\" >/dev/null || exit \$?; exec \"\$@\""
+                       $<TARGET_FILE:workbook_needs_gpu>
+                       "${WORKBOOK_COMPUTE_SANITIZER}" --tool ${tool} ${extra} --error-exitcode 99
                        $<TARGET_FILE:${program}> ${arg_SANITIZE_ARGS})
       set_tests_properties("${name}" PROPERTIES LABELS sanitize SKIP_RETURN_CODE 77 TIMEOUT 600
                            RUN_SERIAL ${serial})

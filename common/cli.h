@@ -16,6 +16,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
 
 namespace workbook {
 
@@ -33,8 +34,10 @@ void add_common_options(CLI::App& app, CommonOptions& options, DeviceFlag device
 // 0 after --help, 2 after a parse error (printed as one line on stderr).
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv);
 
+// CLI11 reads "-1" into an unsigned option as a huge positive number: give size flags a signed
+// type and check them here.
 template <class T>
-void require_at_least(const char* flag, T value, T minimum) {
+void require_at_least(const char* flag, T value, std::common_type_t<T> minimum) {
   if (!(value >= minimum)) {
     std::ostringstream message;
     message << flag << " must be at least " << minimum << ", got " << value;
@@ -43,7 +46,7 @@ void require_at_least(const char* flag, T value, T minimum) {
 }
 
 template <class T>
-void require_at_most(const char* flag, T value, T maximum) {
+void require_at_most(const char* flag, T value, std::common_type_t<T> maximum) {
   if (!(value <= maximum)) {
     std::ostringstream message;
     message << flag << " must be at most " << maximum << ", got " << value;

@@ -4,13 +4,18 @@
 //   workbook::PinnedBuffer<float> h_x(n);      // n floats of pinned host memory
 //   CUDA_CHECK(cudaMemcpy(d_x.data(), h_x.data(), d_x.bytes(), cudaMemcpyHostToDevice));
 //
-// Move-only: exactly one owner frees each allocation. Destructors never throw; a failed free is
-// reported by the next checked CUDA call, which returns the same sticky error.
+// Move-only: exactly one owner frees each allocation. Destructors never throw, so a failed free is
+// not reported there: a sticky error (a kernel fault that broke the context) shows up again at the
+// next checked call; any other failure only sets the runtime's last error, which the next
+// CUDA_CHECK_LAUNCH() would then report against an unrelated launch.
 #pragma once
 
 #include "cuda_check.h"
 
 #include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 namespace workbook {
@@ -37,10 +42,13 @@ struct PinnedAllocator {
 
 template <class T, class Allocator>
 class Buffer {
+  // The memory is raw: no constructor or destructor of T ever runs in it.
+  static_assert(std::is_trivially_copyable_v<T>, "Buffer holds trivially copyable elements only");
+
  public:
   Buffer() = default;
   explicit Buffer(std::size_t count)
-      : data_(count ? static_cast<T*>(Allocator::allocate(count * sizeof(T))) : nullptr), count_(count) {}
+      : data_(count ? static_cast<T*>(Allocator::allocate(checked_bytes(count))) : nullptr), count_(count) {}
   ~Buffer() { reset(); }
 
   Buffer(Buffer&& other) noexcept
@@ -69,6 +77,11 @@ class Buffer {
   }
 
  private:
+  static std::size_t checked_bytes(std::size_t count) {
+    if (count > SIZE_MAX / sizeof(T)) throw std::length_error("Buffer: element count overflows size_t bytes");
+    return count * sizeof(T);
+  }
+
   T* data_ = nullptr;
   std::size_t count_ = 0;
 };

@@ -23,9 +23,12 @@ std::string explain_no_gpu(cudaError_t status, int driver_version, int runtime_v
            ": update the driver";
   }
   if (status == cudaErrorNoDevice || status == cudaSuccess) {
+    if (visible_devices != nullptr && *visible_devices == '\0') {
+      return "no CUDA device is visible: CUDA_VISIBLE_DEVICES=\"\" hides them";
+    }
     if (visible_devices != nullptr) {
       return std::string("no CUDA device is visible: CUDA_VISIBLE_DEVICES=\"") + visible_devices +
-             "\" hides them";
+             "\" selects none that exists";
     }
     return "the driver found no CUDA device";
   }

@@ -4,8 +4,8 @@
 #include "exit_codes.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <stdexcept>
 
@@ -32,11 +32,13 @@ int Report::finish() {
     if (*json_path_ == "-") {
       std::cout << text << std::flush;
     } else {
-      std::ofstream file(*json_path_);
-      file << text;
-      file.close();
-      if (!file) {
-        throw std::runtime_error("cannot write --json file '" + *json_path_ + "': " + std::strerror(errno));
+      // C stdio, because it sets errno on failure and iostreams do not promise to.
+      std::FILE* file = std::fopen(json_path_->c_str(), "w");
+      const bool written = file != nullptr && std::fwrite(text.data(), 1, text.size(), file) == text.size();
+      const int error = errno;
+      const bool closed = file != nullptr && std::fclose(file) == 0;
+      if (!written || !closed) {
+        throw std::runtime_error("cannot write --json file '" + *json_path_ + "': " + std::strerror(error));
       }
     }
   }

@@ -20,9 +20,13 @@ class Stream {
   ~Stream() {
     if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
   }
+  // A moved-from Stream holds nullptr, which CUDA reads as the legacy default stream: do not use it.
   Stream(Stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
   Stream& operator=(Stream&& other) noexcept {
-    std::swap(stream_, other.stream_);
+    if (this != &other) {
+      if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+      stream_ = std::exchange(other.stream_, nullptr);
+    }
     return *this;
   }
   Stream(const Stream&) = delete;
@@ -48,7 +52,10 @@ class Event {
   }
   Event(Event&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
   Event& operator=(Event&& other) noexcept {
-    std::swap(event_, other.event_);
+    if (this != &other) {
+      if (event_ != nullptr) (void)cudaEventDestroy(event_);
+      event_ = std::exchange(other.event_, nullptr);
+    }
     return *this;
   }
   Event(const Event&) = delete;

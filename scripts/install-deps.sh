@@ -34,7 +34,8 @@ missing=()       # apt packages to install
 backports=()     # apt packages that come from bookworm-backports (Debian 12)
 problems=()      # things apt cannot fix
 
-cmake_version=$(cmake --version 2>/dev/null | awk 'NR==1 {print $3}')
+cmake_version=
+if command -v cmake >/dev/null; then cmake_version=$(cmake --version | awk 'NR==1 {print $3}'); fi
 if [[ -z $cmake_version ]]; then missing+=(cmake)
 elif ! version_at_least "$cmake_version" 3.24; then problems+=("CMake $cmake_version is too old: 3.24 or newer is needed (pip install cmake)")
 fi

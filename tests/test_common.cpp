@@ -128,6 +128,8 @@ TEST_CASE("no-GPU reasons say what is missing") {
         "the driver supports CUDA 12.4 but this program was built with CUDA 13.0: update the driver");
   CHECK(explain_no_gpu(cudaErrorNoDevice, 13000, 13000, "") ==
         "no CUDA device is visible: CUDA_VISIBLE_DEVICES=\"\" hides them");
+  CHECK(explain_no_gpu(cudaErrorNoDevice, 13000, 13000, "7") ==
+        "no CUDA device is visible: CUDA_VISIBLE_DEVICES=\"7\" selects none that exists");
   CHECK(explain_no_gpu(cudaErrorNoDevice, 13000, 13000, nullptr) == "the driver found no CUDA device");
   CHECK_THAT(explain_no_gpu(cudaErrorUnknown, 13000, 13000, nullptr),
              StartsWith("cudaGetDeviceCount failed: cudaErrorUnknown"));
@@ -271,6 +273,13 @@ TEST_CASE("an empty DeviceBuffer makes no CUDA call") {
   CHECK(empty.bytes() == 0);
   DeviceBuffer<float> moved = std::move(empty);
   CHECK(moved.empty());
+  moved = DeviceBuffer<float>(0);
+  CHECK(moved.empty());
+}
+
+TEST_CASE("a buffer whose byte count would overflow is refused before any allocation") {
+  CHECK_THROWS_AS(DeviceBuffer<double>(SIZE_MAX / 4), std::length_error);
+  CHECK_THROWS_AS(PinnedBuffer<int>(SIZE_MAX / 2), std::length_error);
 }
 
 TEST_CASE("device and pinned buffers round-trip data and move ownership", "[gpu]") {
@@ -285,6 +294,33 @@ TEST_CASE("device and pinned buffers round-trip data and move ownership", "[gpu]
   std::vector<int> back(n, -1);
   CUDA_CHECK(cudaMemcpy(back.data(), owner.data(), owner.bytes(), cudaMemcpyDeviceToHost));
   CHECK(std::equal(back.begin(), back.end(), host.data()));
+}
+
+TEST_CASE("move assignment frees the old resource and leaves the source empty", "[gpu]") {
+  require_gpus(1);
+  DeviceBuffer<int> a(16), b(32);
+  const int* b_data = b.data();
+  a = std::move(b);
+  CHECK(a.data() == b_data);
+  CHECK(a.size() == 32);
+  CHECK(b.data() == nullptr);
+  CHECK(b.size() == 0);
+
+  Stream s1, s2;
+  const cudaStream_t s2_handle = s2.get();
+  s1 = std::move(s2);
+  CHECK(s1.get() == s2_handle);
+  CHECK(s2.get() == nullptr);
+  s1.synchronize();
+
+  Event e1, e2(EventTiming::kEnabled);
+  const cudaEvent_t e2_handle = e2.get();
+  e1 = std::move(e2);
+  CHECK(e1.get() == e2_handle);
+  CHECK(e2.get() == nullptr);
+  e1.record(s1.get());
+  e1.synchronize();
+  CHECK(cudaGetLastError() == cudaSuccess);
 }
 
 TEST_CASE("time_on_stream times every repeat with events", "[gpu]") {

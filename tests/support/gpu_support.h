@@ -36,7 +36,7 @@ inline void require_torch_cuda(const std::string& python) {
   const ProgramResult r =
       run_program({python, "-c", "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 3)"});
   if (r.exit_code == 3) SKIP("PyTorch is installed but sees no GPU");
-  if (r.exit_code != 0) SKIP("python3 cannot import torch: " << last_line(r.err));
+  if (r.exit_code != 0) SKIP(python << " cannot import torch: " << last_line(r.err));
 }
 
 }  // namespace workbook::testing

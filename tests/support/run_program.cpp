@@ -70,8 +70,13 @@ ProgramResult run_program(const std::vector<std::string>& argv,
   pid_t pid = 0;
   const int spawn_error = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
-  if (spawn_error != 0) {
-    throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(spawn_error));
+  if (spawn_error != 0) {  // as a shell would answer: 127 when the program is not there
+    ProgramResult missing;
+    missing.exit_code = spawn_error == ENOENT ? 127 : 126;
+    missing.err = "cannot start " + argv[0] + ": " + std::strerror(spawn_error) + "\n";
+    std::remove(out_path.c_str());
+    std::remove(err_path.c_str());
+    return missing;
   }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {

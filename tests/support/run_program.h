@@ -14,7 +14,8 @@
 namespace workbook::testing {
 
 struct ProgramResult {
-  int exit_code = -1;  // the program's exit status; 128 + signal number if a signal killed it
+  int exit_code = -1;  // the program's exit status; 128 + signal number if a signal killed it;
+                       // 127 if it could not be found (126 if it could not be started)
   std::string out;     // everything it wrote to stdout
   std::string err;     // everything it wrote to stderr
 };
