@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""plot_fused.py RESULTS_DIR: chapter 05's two charts and the README's table, from benchmark.sh's files.
+
+time_vs_size.png   training time (200 epochs) against points, log-log: every CUDA variant
+                   (sweep.csv) and every PyTorch mode (pytorch_sweep.csv);
+per_operation.png  per-epoch time of each kernel / step at 5M points: 04's unfused kernels,
+                   the fused kernel + update (fused.json), PyTorch eager's steps (pytorch_sweep.json).
+Prints summary.md (a Markdown table and the issue's numbers to reach) on stdout.
+"""
+import csv
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def read_rows(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        for k in ("points", "median_ms", "us_per_epoch", "gbps", "copy_fraction", "copy_gbps", "passed"):
+            r[k] = float(r[k])
+    return [r for r in rows if r["passed"] and r["median_ms"] > 0]
+
+
+def fmt_points(n):
+    n = int(n)
+    return f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n // 1000}K" if n >= 1000 else str(n)
+
+
+def main():
+    d = sys.argv[1] if len(sys.argv) > 1 else "."
+    cuda = read_rows(os.path.join(d, "sweep.csv"))
+    torch_rows = read_rows(os.path.join(d, "pytorch_sweep.csv"))
+    fused = json.load(open(os.path.join(d, "fused.json"))) if os.path.exists(os.path.join(d, "fused.json")) else {}
+    pyt = json.load(open(os.path.join(d, "pytorch_sweep.json"))) if os.path.exists(
+        os.path.join(d, "pytorch_sweep.json")) else {}
+
+    # Chart 1: time vs size.
+    fig, ax = plt.subplots(figsize=(9, 6))
+    series = {}
+    for r in cuda:
+        series.setdefault(("CUDA", r["variant"]), []).append((r["points"], r["median_ms"]))
+    for r in torch_rows:
+        series.setdefault(("PyTorch", r["variant"]), []).append((r["points"], r["median_ms"]))
+    for (side, name), pts in series.items():
+        pts.sort()
+        style = "-o" if side == "CUDA" else "--s"
+        ax.plot([p for p, _ in pts], [t for _, t in pts], style, label=f"{side} {name}", markersize=4)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("points (80% train)")
+    ax.set_ylabel("training time, 200 epochs (ms, median)")
+    ax.set_title(f"Training time vs dataset size, {fused.get('device_name', '')}".strip(", "), fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(os.path.join(d, "time_vs_size.png"), dpi=120)
+
+    # Chart 2: per-operation bars (microseconds per epoch) at 5M points.
+    order = ["forward", "loss", "backward", "step", "fused kernel", "update"]  # JSON objects may sort keys
+
+    def in_order(steps):
+        return {k: steps[k] for k in sorted((k for k in steps if k != "total"), key=lambda k: (
+            order.index(k) if k in order else len(order), k))}
+
+    groups = []
+    per = fused.get("per_epoch_ms", {})
+    if "unfused" in per:
+        groups.append(("CUDA unfused (04)", in_order(per["unfused"])))
+    if "fused" in per:
+        groups.append(("CUDA fused (3)", in_order(per["fused"])))
+    if "eager" in pyt.get("per_epoch_ms", {}):
+        groups.append(("PyTorch eager", in_order(pyt["per_epoch_ms"]["eager"])))
+    if groups:
+        fig, ax = plt.subplots(figsize=(9, 5))
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        names = []
+        for g, (_, steps) in enumerate(groups):
+            for step in steps:
+                if step not in names:
+                    names.append(step)
+        for g, (label, steps) in enumerate(groups):
+            left = 0.0
+            for step, ms in steps.items():
+                c = colors[names.index(step) % len(colors)]
+                ax.barh(g, ms * 1e3, left=left, color=c, label=step if g == [i for i, (_, s) in enumerate(groups)
+                                                                                 if step in s][0] else None)
+                left += ms * 1e3
+            ax.text(left, g, f"  {left:.1f} us", va="center", fontsize=9)
+        ax.set_yticks(range(len(groups)))
+        ax.set_yticklabels([g[0] for g in groups])
+        ax.set_xlabel("per-epoch time (us, median over the epochs of one run), 5M points")
+        ax.set_title("Where one epoch's time goes", fontsize=10)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(d, "per_operation.png"), dpi=120)
+
+    # The table: per size, every CUDA variant and PyTorch mode (ms for 200 epochs).
+    variants = []
+    for r in cuda:
+        if r["variant"] not in variants:
+            variants.append(r["variant"])
+    modes = []
+    for r in torch_rows:
+        if r["variant"] not in modes:
+            modes.append(r["variant"])
+    sizes = sorted({r["points"] for r in cuda + torch_rows})
+    at = {(r["points"], "CUDA " + r["variant"]): r for r in cuda}
+    at.update({(r["points"], "PyTorch " + r["variant"]): r for r in torch_rows})
+    cols = ["CUDA " + v for v in variants] + ["PyTorch " + m for m in modes]
+    print("Training time for 200 epochs, ms (median); - = not run (variant 2 above 5M, CPU above its cap)\n")
+    print("| points | " + " | ".join(cols) + " |")
+    print("|" + " --- |" * (len(cols) + 1))
+    for n in sizes:
+        cells = [f"{at[(n, c)]['median_ms']:.3g}" if (n, c) in at else "-" for c in cols]
+        print(f"| {fmt_points(n)} | " + " | ".join(cells) + " |")
+
+    def fastest(n):
+        rs = [r for r in cuda if r["points"] == n]
+        return min(rs, key=lambda r: r["median_ms"]) if rs else None
+
+    print("\nNumbers to reach (this run):\n")
+    f5 = fastest(5_000_000)
+    eager = at.get((5_000_000, "PyTorch eager"))
+    graph = at.get((5_000_000, "PyTorch graph"))
+    if f5 and eager and graph:
+        a, b = eager["median_ms"] / f5["median_ms"], graph["median_ms"] / f5["median_ms"]
+        print(f"- 5M points: fastest variant {f5['variant']} {f5['median_ms']:.3f} ms; {a:.1f}x PyTorch eager "
+              f"({eager['median_ms']:.2f} ms, target 25x: {'met' if a >= 25 else 'NOT met'}), {b:.1f}x CUDA-graph "
+              f"replay ({graph['median_ms']:.2f} ms, target 20x: {'met' if b >= 20 else 'NOT met'})")
+    for n in sizes:
+        f = fastest(n)
+        if f and n >= 50_000_000:
+            print(f"- {fmt_points(n)} points: fastest variant {f['variant']} reads {f['gbps']:.0f} GB/s = "
+                  f"{100 * f['copy_fraction']:.1f}% of the {f['copy_gbps']:.0f} GB/s copy "
+                  f"(target 90%: {'met' if f['copy_fraction'] >= 0.9 else 'NOT met'})")
+        if f and n <= 100_000:
+            print(f"- {fmt_points(n)} points: fastest variant {f['variant']} {f['us_per_epoch']:.2f} us per epoch "
+                  f"(target 2 us: {'met' if f['us_per_epoch'] <= 2 else 'NOT met'})")
+
+
+if __name__ == "__main__":
+    main()

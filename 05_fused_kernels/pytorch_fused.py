@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""pytorch_fused.py: the PyTorch side of chapter 05: chapter 04's training loop in four modes.
+
+eager    nn.Linear + nn.MSELoss + torch.optim.SGD, one Python step per epoch (chapter 04's loop);
+graph    the same step captured once with torch.cuda.graph and replayed once per epoch;
+compile  forward + loss through torch.compile (inductor, static shapes: one compile per size, outside
+         the timing; backward by AOTAutograd);
+cpu      eager on the CPU, up to --cpu-max-points (500K: the benchmark must fit its 3 minutes).
+
+Same data as the C++ program (chapter 04's make_data: X = i * 2e-6, y = 0.7 X + 0.3, first 80%
+train), same learning rate per size (scaled by (5M/N)^2 above 5M, as sweep.h), 200 epochs. Each
+mode is checked against a float64 reference of the same recurrence before it is timed. Timing as
+in the C++ program: the epoch loop alone, no host synchronization inside it, warm-up first, then
+the median of repeats (CUDA events on the GPU, the host clock on the CPU). Writes the C++ sweep's
+CSV columns and JSON fields, plus the per-step breakdown of eager at --breakdown-points.
+
+    python3 pytorch_fused.py --csv pytorch_sweep.csv --json pytorch_sweep.json
+    python3 pytorch_fused.py --quick --modes eager,graph
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+import torch
+from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "04_linear_regression"))
+import pytorch_regression as base  # noqa: E402  (chapter 04's data and step-timed eager loop)
+
+ARTICLE_POINTS = 5_000_000
+PARAM_TOL, LOSS_TOL = 1e-5, 1e-4  # regression.h: kParameterTolerance, kLossTolerance (relative)
+COLUMNS = ("implementation,variant,points,train_points,epochs,lr,median_ms,min_ms,max_ms,repeats,us_per_epoch,gbps,"
+           "copy_gbps,copy_fraction,passed,w,b").split(",")
+
+
+def sweep_lr(lr, points):
+    return lr if points <= ARTICLE_POINTS else lr * (ARTICLE_POINTS / points) ** 2
+
+
+def reference(x, y, epochs, lr):
+    """The float64 recurrence of regression.h's train_reference, on the same float32 data."""
+    xd, yd = x.double().flatten(), y.double().flatten()
+    n = xd.numel()
+    w, b, losses = 0.83, 0.7645, []
+    w, b = float(torch.tensor(w, dtype=torch.float32)), float(torch.tensor(b, dtype=torch.float32))
+    for _ in range(epochs):
+        r = w * xd + b - yd
+        losses.append(float((r * r).sum()) / n)
+        w, b = w - lr * 2.0 * float((r * xd).sum()) / n, b - lr * 2.0 * float(r.sum()) / n
+    return w, b, losses
+
+
+def new_model(device):
+    model = nn.Linear(1, 1).to(device)
+    with torch.no_grad():
+        model.weight.fill_(0.83)
+        model.bias.fill_(0.7645)
+    return model
+
+
+class Eager:
+    """Chapter 04's loop without the per-epoch .item(): the losses stay on the device."""
+
+    def __init__(self, x, y, lr, compiled=None):
+        self.x, self.y, self.lr, self.loss_fn = x, y, lr, nn.MSELoss()
+        self.forward = compiled
+
+    def run(self, epochs, keep_losses=False):
+        model = new_model(self.x.device)
+        opt = torch.optim.SGD(model.parameters(), lr=self.lr)
+        step = self.forward or (lambda m, x, y: self.loss_fn(m(x), y))
+        losses = []
+        timer = Timer(self.x.device)
+        start = timer.mark()
+        for _ in range(epochs):
+            loss = step(model, self.x, self.y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            if keep_losses:
+                losses.append(loss.detach())
+        ms = timer.ms(start, timer.mark())
+        return ms, model, losses
+
+
+class Graph:
+    """One epoch captured with torch.cuda.graph (the whole-network recipe), replayed per epoch."""
+
+    def __init__(self, x, y, lr):
+        self.model = new_model(x.device)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=lr)
+        loss_fn = nn.MSELoss()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up before capture, as the CUDA-graph docs require
+            for _ in range(3):
+                self.opt.zero_grad(set_to_none=True)
+                loss_fn(self.model(x), y).backward()
+                self.opt.step()
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        self.opt.zero_grad(set_to_none=True)
+        with torch.cuda.graph(self.graph):
+            self.loss = loss_fn(self.model(x), y)
+            self.loss.backward()
+            self.opt.step()
+
+    def run(self, epochs, keep_losses=False):
+        with torch.no_grad():  # back to the start values, outside the timed loop
+            self.model.weight.fill_(0.83)
+            self.model.bias.fill_(0.7645)
+        losses = []
+        timer = Timer(self.loss.device)
+        start = timer.mark()
+        for _ in range(epochs):
+            self.graph.replay()
+            if keep_losses:
+                losses.append(self.loss.clone())
+        ms = timer.ms(start, timer.mark())
+        return ms, self.model, losses
+
+
+class Timer:
+    def __init__(self, device):
+        self.cuda = device.type == "cuda"
+        if self.cuda:
+            torch.cuda.synchronize()
+
+    def mark(self):
+        if self.cuda:
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            return e
+        return time.perf_counter()
+
+    def ms(self, a, b):
+        if self.cuda:
+            b.synchronize()
+            return a.elapsed_time(b)
+        return (b - a) * 1e3
+
+
+def copy_gbps(mib=1024):
+    src = torch.ones(mib << 18, device="cuda")  # mib MiB of float32
+    dst = torch.empty_like(src)
+    times = []
+    for i in range(12):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        dst.copy_(src)
+        b.record()
+        b.synchronize()
+        if i >= 2:
+            times.append(a.elapsed_time(b))
+    return 2 * src.numel() * 4 / (statistics.median(times) * 1e6)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="500,5K,50K,100K,500K,5M,10M,50M,100M")
+    p.add_argument("--modes", default="eager,graph,compile,cpu")
+    p.add_argument("--epochs", type=int, default=200)
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--cpu-max-points", type=int, default=500_000)
+    p.add_argument("--breakdown-points", type=int, default=5_000_000)
+    p.add_argument("--csv")
+    p.add_argument("--json")
+    p.add_argument("--quick", action="store_true", help="20011 points, 20 epochs, 1 repeat")
+    args = p.parse_args()
+    if args.quick:
+        args.sizes, args.epochs, args.repeats, args.breakdown_points = "20011", 20, 1, 0
+    sizes = [int(s[:-1]) * {"K": 1000, "M": 1000_000}[s[-1]] if s[-1] in "KM" else int(s) for s in args.sizes.split(",")]
+    modes = args.modes.split(",")
+    bad = [m for m in modes if m not in ("eager", "graph", "compile", "cpu")]
+    if bad or args.epochs < 1 or args.repeats < 1 or min(sizes) < 2:
+        print(f"error: bad --modes {bad}, --epochs, --repeats or --sizes", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("pytorch_fused needs a CUDA GPU: torch.cuda.is_available() is False", file=sys.stderr)
+        return 77
+    name = torch.cuda.get_device_name()
+    ceiling = copy_gbps(64 if args.quick else 1024)
+    print(f"pytorch_fused: torch {torch.__version__} on {name}; {args.epochs} epochs, median of {args.repeats} "
+          f"after 1 warm-up; D2D copy {ceiling:.0f} GB/s; cpu sizes <= {args.cpu_max_points} "
+          f"({torch.get_num_threads()} threads)", flush=True)
+    compiled = None
+    if "compile" in modes:
+        loss_fn = nn.MSELoss()
+        # Static shapes: inductor specializes each size (a dynamic-shape build ran 6x slower than eager
+        # at 50M points on the H200). One compile per size, in the check run, outside the timing.
+        for knob in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit", "accumulated_recompile_limit"):
+            if hasattr(torch._dynamo.config, knob):
+                setattr(torch._dynamo.config, knob, 64)
+        compiled = torch.compile(lambda m, x, y: loss_fn(m(x), y), dynamic=False)
+    rows, failures = [], []
+    for points in sizes:
+        lr = sweep_lr(args.lr, points)
+        gpu_data = base.make_data(points, 0.0, 0, torch.device("cuda"))
+        x, y = gpu_data[0], gpu_data[1]
+        want_w, want_b, want_losses = reference(x, y, args.epochs, lr)
+        for mode in modes:
+            if mode == "cpu" and points > args.cpu_max_points:
+                continue
+            if mode == "cpu":
+                runner = Eager(x.cpu(), y.cpu(), lr)
+            elif mode == "graph":
+                runner = Graph(x, y, lr)
+            else:
+                runner = Eager(x, y, lr, compiled if mode == "compile" else None)
+            _, model, losses = runner.run(args.epochs, keep_losses=True)  # the check run (also a warm-up)
+            w, b = model.weight.item(), model.bias.item()
+            got_losses = [float(v) for v in torch.stack(losses).cpu()]
+            ok = (abs(w - want_w) <= PARAM_TOL * abs(want_w) and abs(b - want_b) <= PARAM_TOL * abs(want_b)
+                  and all(abs(g - r) <= LOSS_TOL * abs(r) for g, r in zip(got_losses, want_losses)))
+            times = []
+            if ok:
+                repeats = 1 if mode == "cpu" and points >= 1_000_000 else args.repeats
+                runner.run(args.epochs)  # warm-up
+                times = [runner.run(args.epochs)[0] for _ in range(repeats)]
+            else:
+                failures.append(f"{mode} at {points} points differs from the float64 reference")
+            train = x.shape[0]
+            med = statistics.median(times) if times else 0.0
+            gbps = 8.0 * train * args.epochs / (med * 1e6) if med else 0.0
+            row = dict(implementation="pytorch", variant=mode, points=points, train_points=train, epochs=args.epochs,
+                       lr=lr, median_ms=med, min_ms=min(times, default=0.0), max_ms=max(times, default=0.0),
+                       repeats=len(times), us_per_epoch=med * 1e3 / args.epochs, gbps=gbps, copy_gbps=ceiling,
+                       copy_fraction=gbps / ceiling, passed=ok, w=w, b=b)
+            rows.append(row)
+            print(f"{points:>13}  {mode:8s} {med:11.3f} ms {row['us_per_epoch']:10.2f} us/epoch {gbps:8.0f} GB/s"
+                  f"{'' if ok else '  FAILED check'}", flush=True)
+        del gpu_data, x, y
+    out = {"program": "pytorch_fused", "torch_version": torch.__version__, "device_name": name, "copy_gbps": ceiling,
+           "epochs": args.epochs, "rows": [dict(r, training_ms={"median": r["median_ms"], "min": r["min_ms"],
+                                                              "max": r["max_ms"], "repeats": r["repeats"]})
+                                           for r in rows]}
+    if args.breakdown_points:  # chapter 04's step-timed eager loop: forward, loss, backward, step
+        data = base.make_data(args.breakdown_points, 0.0, 0, torch.device("cuda"))
+        ns = argparse.Namespace(epochs=args.epochs, lr=sweep_lr(args.lr, args.breakdown_points), print_every=10)
+        base.train(ns, data, torch.device("cuda"))  # warm-up
+        steps = base.train(ns, data, torch.device("cuda"), time_steps=True)["per_epoch_ms"]
+        out["per_epoch_ms"] = {"eager": steps, "points": args.breakdown_points}
+        print("eager per-epoch steps at", args.breakdown_points, "points:",
+              ", ".join(f"{k} {v * 1e3:.1f} us" for k, v in steps.items()))
+    out.update(passed=not failures, failures=failures)
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+            w.writeheader()
+            for r in rows:
+                w.writerow({k: (int(v) if isinstance(v, bool) else v) for k, v in r.items()})
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=2)
+    print("PASS" if not failures else f"FAIL: {failures[0]}")
+    return 0 if not failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,292 @@
+// test_05_fused_kernels.cpp: chapter 05's checks. Untagged cases run without a GPU (the sweep's
+// argument handling, learning rate per size, bandwidth arithmetic, CSV/JSON rows, the program's
+// usage errors); [gpu] cases train every variant at boundary sizes against chapter 04's float64
+// reference and rerun the deterministic ones for bit-identical results; [pytorch] runs the
+// PyTorch script's GPU modes against the same reference.
+#include "exit_codes.h"
+#include "fused_kernels.cuh"
+#include "gpu_support.h"
+#include "regression.h"
+#include "stream.h"
+#include "sweep.h"
+
+#include <catch2/catch_approx.hpp>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using Catch::Matchers::ContainsSubstring;
+using Catch::Matchers::StartsWith;
+using namespace workbook;
+using namespace workbook::fused;
+using namespace workbook::testing;
+
+namespace {
+
+std::string refusal(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+void require_matches_reference(const TrainingResult& got, const TrainingResult& want) {
+  REQUIRE_FALSE(want.diverged_at);
+  REQUIRE_FALSE(got.diverged_at);
+  CAPTURE(got.w, want.w, got.b, want.b);
+  CHECK(within(got.w, want.w, regression::kParameterTolerance));
+  CHECK(within(got.b, want.b, regression::kParameterTolerance));
+  CHECK(within(got.test_mse, want.test_mse, regression::kLossTolerance));
+  const Comparison losses = compare(got.losses, want.losses, regression::kLossTolerance);
+  CAPTURE(losses.summary());
+  CHECK(losses.ok());
+}
+
+}  // namespace
+
+TEST_CASE("sweep sizes: K and M suffixes, one-line refusals naming --sizes") {
+  CHECK(parse_sizes("500,5K,5M,100M") == std::vector<std::int64_t>{500, 5'000, 5'000'000, 100'000'000});
+  CHECK(parse_sizes("2") == std::vector<std::int64_t>{2});
+  CHECK(parse_sizes("1025,50k") == std::vector<std::int64_t>{1025, 50'000});
+  for (const char* bad : {"", "1", "0", "-5", "5X", "5K,", ",5", "abc", "3G", "5000000000", "1e6"}) {
+    CAPTURE(bad);
+    CHECK_THAT(refusal([&] { parse_sizes(bad); }), StartsWith("--sizes"));
+  }
+  const std::vector<std::int64_t> sizes = default_sweep_sizes();
+  CHECK(sizes.front() == 500);
+  CHECK(sizes.back() == 100'000'000);
+  CHECK(std::is_sorted(sizes.begin(), sizes.end()));
+  CHECK(std::count(sizes.begin(), sizes.end(), 5'000'000) == 1);
+}
+
+TEST_CASE("sweep variants: all, or a list of 1..7 without repeats") {
+  CHECK(parse_variants("all").size() == 7);
+  CHECK(parse_variants("all").front() == Variant::kUnfused);
+  CHECK(parse_variants("1,4,7") == std::vector<Variant>{Variant::kUnfused, Variant::kLastBlock, Variant::kPersistent});
+  CHECK(parse_variants("3,3") == std::vector<Variant>{Variant::kBlockReduce});
+  for (const char* bad : {"", "0", "8", "1,,2", "x", "12", "1,"}) {
+    CAPTURE(bad);
+    CHECK_THAT(refusal([&] { parse_variants(bad); }), StartsWith("--variant"));
+  }
+  CHECK(std::string(variant_name(Variant::kGraph)) == "graph");
+  CHECK_FALSE(is_deterministic(Variant::kAtomic));
+  for (Variant v : {Variant::kBlockReduce, Variant::kLastBlock, Variant::kGraph, Variant::kStreams, Variant::kPersistent}) {
+    CHECK(is_deterministic(v));
+  }
+}
+
+TEST_CASE("sweep learning rate keeps lr * E[x^2] at the article's value above 5M points") {
+  CHECK(sweep_lr(0.01, 500) == 0.01);
+  CHECK(sweep_lr(0.01, 5'000'000) == 0.01);
+  CHECK(sweep_lr(0.01, 10'000'000) == Catch::Approx(0.0025));
+  CHECK(sweep_lr(0.01, 100'000'000) == Catch::Approx(0.01 / 400));
+  // And it is needed: the float64 reference diverges at 50M points with lr 0.01 ...
+  regression::Config config;
+  config.points = 50'000'000;
+  config.epochs = 40;
+  regression::Dataset d;
+  d.split = regression::split_of(config.points);
+  for (std::int64_t i = 0; i < config.points; i += 1000) {  // every 1000th point: the same range of X
+    d.x.push_back(regression::x_at(i));
+    d.y.push_back(regression::y_clean(d.x.back()));
+  }
+  d.split = regression::split_of(static_cast<std::int64_t>(d.x.size()));
+  CHECK(regression::train_reference(d, config).diverged_at);
+  // ... and converges with the scaled rate.
+  config.lr = sweep_lr(0.01, config.points);
+  CHECK_FALSE(regression::train_reference(d, config).diverged_at);
+}
+
+TEST_CASE("bandwidth arithmetic: X and y bytes per epoch over the time") {
+  CHECK(bytes_read_per_epoch(4'000'000) == 32e6);
+  CHECK(achieved_gbps(4'000'000, 200, 1.0) == Catch::Approx(6400.0));  // 6.4 GB in 1 ms
+  CHECK(achieved_gbps(80'000'000, 1, 0.16) == Catch::Approx(4000.0));
+  CHECK(us_per_epoch(200, 1.0) == Catch::Approx(5.0));
+}
+
+TEST_CASE("CSV and JSON rows carry the measured and the derived columns") {
+  SweepRow r;
+  r.implementation = "cuda";
+  r.variant = "last_block";
+  r.points = 5'000'000;
+  r.train_points = 4'000'000;
+  r.epochs = 200;
+  r.lr = 0.01;
+  r.median_ms = 2.0;
+  r.min_ms = 1.9;
+  r.max_ms = 2.5;
+  r.repeats = 5;
+  r.copy_gbps = 4000.0;
+  r.passed = true;
+  r.w = 0.75;
+  r.b = 0.5;
+  std::ostringstream csv;
+  write_csv(csv, {r, r});
+  std::istringstream lines(csv.str());
+  std::string header, row;
+  std::getline(lines, header);
+  std::getline(lines, row);
+  CHECK(header == csv_header());
+  CHECK(std::count(header.begin(), header.end(), ',') == std::count(row.begin(), row.end(), ','));
+  CHECK(row == "cuda,last_block,5000000,4000000,200,0.01,2,1.9,2.5,5,10,3200,4000,0.8,1,0.75,0.5");
+  const std::string text = csv.str();
+  CHECK(std::count(text.begin(), text.end(), '\n') == 3);
+  const nlohmann::json j = to_json(r);
+  CHECK(j["gbps"].get<double>() == Catch::Approx(3200.0));
+  CHECK(j["copy_fraction"].get<double>() == Catch::Approx(0.8));
+  CHECK(j["us_per_epoch"].get<double>() == Catch::Approx(10.0));
+  CHECK(j["training_ms"]["median"].get<double>() == 2.0);
+  CHECK(j["passed"] == true);
+}
+
+TEST_CASE("program: --help, bad input is one line and exit 2, no GPU is exit 77") {
+  const ProgramResult help = run_program({WORKBOOK_PROGRAM, "--help"});
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.out, ContainsSubstring("--variant") && ContainsSubstring("--sweep"));
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--variant", "8"}, {"--variant", "0"}, {"--sweep", "--sizes", "1"},
+        {"--sweep", "--sizes", "5Q"}, {"--repeats", "0"}, {"--copy-mib", "0"}, {"--points", "1"}, {"--lr", "nan"},
+        {"--epochs", "0"}, {"--sizes", "5K"}, {"--bogus"}}) {
+    std::vector<std::string> argv{WORKBOOK_PROGRAM};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProgramResult r = run_program(argv);
+    CAPTURE(args, r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.out.empty());
+  }
+  const ProgramResult none = run_program({WORKBOOK_PROGRAM, "--quick"}, {{"CUDA_VISIBLE_DEVICES", ""}});
+  CHECK(none.exit_code == 77);
+  CHECK(std::count(none.err.begin(), none.err.end(), '\n') == 1);
+}
+
+TEST_CASE("every variant matches the reference at boundary sizes; 3-7 rerun bit-identically", "[gpu]") {
+  require_gpus(1);
+  int sms = 0;
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+  // One more than a multiple of the fused grid's threads (sms x 4 blocks x 256), in training points:
+  // train = 4 T + 1 for points = 5 T + 2.
+  const std::int64_t grid_threads = static_cast<std::int64_t>(sms) * 4 * 256;
+  const std::int64_t points = GENERATE_COPY(2, 5, 1023, 1024, 1025, 5 * grid_threads + 2, 1'000'003);
+  CAPTURE(points);
+  regression::Config config;
+  config.points = points;
+  if (points == 5 * grid_threads + 2) REQUIRE(regression::split_of(points).train == 4 * grid_threads + 1);
+  Stream stream;
+  FusedRegression gpu(config, stream.get());
+  const TrainingResult want = regression::train_reference(gpu.copy_dataset(), config);
+  for (Variant v : all_variants()) {
+    if (!gpu.supports(v)) continue;
+    CAPTURE(variant_name(v));
+    const TrainingResult got = gpu.train(v);
+    require_matches_reference(got, want);
+    if (is_deterministic(v)) {
+      const TrainingResult again = gpu.train(v);
+      CHECK(again.w == got.w);
+      CHECK(again.b == got.b);
+      CHECK(again.losses == got.losses);
+      CHECK(again.test_mse == got.test_mse);
+    }
+  }
+}
+
+TEST_CASE("every variant diverges at the reference's epoch with lr 1.0", "[gpu]") {
+  require_gpus(1);
+  regression::Config config;
+  config.points = 1'000'000;
+  config.epochs = 30;
+  config.lr = 1.0;
+  Stream stream;
+  FusedRegression gpu(config, stream.get());
+  const TrainingResult want = regression::train_reference(gpu.copy_dataset(), config);
+  REQUIRE(want.diverged_at);
+  for (Variant v : all_variants()) {
+    if (!gpu.supports(v)) continue;
+    CAPTURE(variant_name(v));
+    const TrainingResult got = gpu.train(v);
+    REQUIRE(got.diverged_at);
+    CHECK(*got.diverged_at == *want.diverged_at);
+  }
+}
+
+TEST_CASE("launch shapes: grid from the SM count, one launch per epoch for 4, none for 5 and 7", "[gpu]") {
+  require_gpus(1);
+  int sms = 0;
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+  regression::Config config;
+  config.points = 5'000'000;
+  config.epochs = 2;
+  Stream stream;
+  FusedRegression gpu(config, stream.get());
+  CHECK(gpu.shape(Variant::kLastBlock).blocks == 4 * sms);
+  CHECK(gpu.shape(Variant::kLastBlock).launches_per_epoch == 1);
+  CHECK(gpu.shape(Variant::kGraph).launches_per_epoch == 0);
+  CHECK(gpu.shape(Variant::kStreams).blocks == sms);
+  if (gpu.supports(Variant::kPersistent)) {
+    CHECK(gpu.shape(Variant::kPersistent).blocks >= 8);
+    CHECK(gpu.shape(Variant::kPersistent).blocks <= 16);
+  }
+  const Breakdown unfused = gpu.breakdown(Variant::kUnfused);
+  REQUIRE(unfused.size() == 4);
+  CHECK(unfused[0].first == "forward");
+  CHECK(gpu.breakdown(Variant::kBlockReduce).size() == 2);
+}
+
+TEST_CASE("program on the GPU: single mode and sweep, PASS with JSON and CSV", "[gpu]") {
+  const std::string json = temp_path("fused.json");
+  const ProgramResult single = run_program({WORKBOOK_PROGRAM, "--quick", "--json", json});
+  skip_if_no_gpu(single);
+  CAPTURE(single.out, single.err);
+  CHECK(single.exit_code == 0);
+  CHECK(last_line(single.out) == "PASS");
+  const nlohmann::json j = read_json(json);
+  CHECK(j["variants"].size() >= 6);
+  CHECK(j["per_epoch_ms"].contains("unfused"));
+  CHECK(j["per_epoch_ms"].contains("fused"));
+  CHECK(j["copy_gbps"].get<double>() > 0);
+
+  const std::string sweep_json = temp_path("sweep.json");
+  const std::string csv = temp_path("sweep.csv");
+  const ProgramResult sweep =
+      run_program({WORKBOOK_PROGRAM, "--sweep", "--quick", "--csv", csv, "--json", sweep_json});
+  CAPTURE(sweep.out, sweep.err);
+  CHECK(sweep.exit_code == 0);
+  const nlohmann::json s = read_json(sweep_json);
+  CHECK(s["rows"].size() >= 18);  // 3 sizes x 7 variants (6 without clusters)
+  for (const auto& row : s["rows"]) CHECK(row["passed"] == true);
+
+  const ProgramResult bad = run_program({WORKBOOK_PROGRAM, "--device", "99", "--quick"});
+  CHECK(bad.exit_code == 2);
+}
+
+TEST_CASE("PyTorch eager, graph replay and torch.compile match the float64 reference", "[pytorch]") {
+  require_torch_cuda(WORKBOOK_PYTHON);
+  const std::string ours = temp_path("fused.json");
+  const ProgramResult a = run_program({WORKBOOK_PROGRAM, "--quick", "--variant", "4", "--json", ours});
+  skip_if_no_gpu(a);
+  REQUIRE(a.exit_code == 0);
+  const std::string theirs = temp_path("torch.json");
+  const ProgramResult b = run_program({WORKBOOK_PYTHON, std::string(WORKBOOK_CHAPTER_DIR) + "/pytorch_fused.py",
+                                       "--quick", "--modes", "eager,graph,compile", "--json", theirs});
+  CAPTURE(b.out, b.err);
+  REQUIRE(b.exit_code == 0);
+  const nlohmann::json c = read_json(ours), t = read_json(theirs);
+  const double w = c["reference"]["w"], bias = c["reference"]["b"];
+  REQUIRE(t["rows"].size() == 3);
+  for (const auto& row : t["rows"]) {
+    CAPTURE(row.dump());
+    CHECK(row["passed"] == true);
+    CHECK(within(row["w"].get<double>(), w, regression::kParameterTolerance));
+    CHECK(within(row["b"].get<double>(), bias, regression::kParameterTolerance));
+  }
+}
