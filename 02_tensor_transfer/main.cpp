@@ -19,6 +19,7 @@
 #include "cuda_check.h"
 #include "device_buffer.h"
 #include "event_timer.h"
+#include "format.h"
 #include "gpu_probe.h"
 #include "nvtx.h"
 #include "program.h"
@@ -29,7 +30,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -55,14 +55,7 @@ struct Options {
   double spin_ms = 20.0;   // how long the GPU is kept busy in the non_blocking demo
 };
 
-std::string format(const char* fmt, ...) {
-  char buffer[512];
-  va_list args;
-  va_start(args, fmt);
-  std::vsnprintf(buffer, sizeof buffer, fmt, args);
-  va_end(args);
-  return buffer;
-}
+using workbook::format;
 
 double milliseconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

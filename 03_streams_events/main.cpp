@@ -18,6 +18,7 @@
 #include "compare.h"
 #include "cuda_check.h"
 #include "device_buffer.h"
+#include "format.h"
 #include "event_timer.h"
 #include "gpu_probe.h"
 #include "nvtx.h"
@@ -27,7 +28,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -53,14 +53,7 @@ struct Options {
   int producer_delay_us = 1000;
 };
 
-std::string format(const char* pattern, ...) {
-  char text[512];
-  va_list args;
-  va_start(args, pattern);
-  std::vsnprintf(text, sizeof text, pattern, args);
-  va_end(args);
-  return text;
-}
+using workbook::format;
 
 nlohmann::json to_json(const Stats& s) { return {{"median", s.median}, {"min", s.min}, {"max", s.max}}; }
 

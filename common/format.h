@@ -1,0 +1,27 @@
+// format.h: printf-style formatting into a std::string, for report lines with aligned columns.
+//
+//   out << workbook::format("%-10s %8.3f ms\n", name.c_str(), ms);
+//
+// The compiler checks the arguments against the format, as it does for printf.
+#pragma once
+
+#include <cstdarg>
+#include <cstdio>
+#include <string>
+
+namespace workbook {
+
+__attribute__((format(printf, 1, 2))) inline std::string format(const char* pattern, ...) {
+  va_list args;
+  va_start(args, pattern);
+  va_list again;
+  va_copy(again, args);
+  const int length = std::vsnprintf(nullptr, 0, pattern, args);
+  va_end(args);
+  std::string text(length > 0 ? static_cast<std::size_t>(length) : 0, '\0');
+  if (length > 0) std::vsnprintf(text.data(), text.size() + 1, pattern, again);
+  va_end(again);
+  return text;
+}
+
+}  // namespace workbook
