@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """plot_trace.py: draw the Chrome trace written by `streams_events --trace FILE` as a PNG timeline.
 
-    python3 plot_trace.py trace.json timeline.png
+    python3 plot_trace.py trace.json timeline.png ["title"]
 
 One row per stream (the trace's tracks), one bar per operation, coloured by stage. Tracks named
 "group: stream" are drawn in one panel per group, each panel's clock starting at its first bar,
@@ -16,8 +16,11 @@ matplotlib.use("Agg")  # no display on the GPU machine
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-COLOURS = {"copy_in": "#4c72b0", "compute": "#dd8452", "copy_out": "#55a868", "delay": "#9a9a9a"}
-LABELS = {"copy_in": "H2D copy", "compute": "compute kernel", "copy_out": "D2H copy", "delay": "late producer"}
+COLOURS = {"copy_in": "#4c72b0", "compute": "#dd8452", "copy_out": "#55a868", "delay": "#9a9a9a",
+           "step": "#8172b3"}
+LABELS = {"copy_in": "H2D copy", "compute": "compute kernel", "copy_out": "D2H copy", "delay": "late producer",
+          "step": "update / SGD step"}
+DEFAULT_TITLE = "streams_events --trace: CUDA event timestamps per stream"
 
 
 def load(path):
@@ -28,7 +31,7 @@ def load(path):
     return names, ops
 
 
-def main(trace_path, png_path):
+def main(trace_path, png_path, title=DEFAULT_TITLE):
     names, ops = load(trace_path)
     groups = {}
     for tid in sorted(names):
@@ -53,13 +56,13 @@ def main(trace_path, png_path):
     axes[-1, 0].set_xlabel("ms since each panel's first operation")
     used = sorted({e.get("cat") for e in ops} & set(COLOURS), key=list(COLOURS).index)
     fig.legend(handles=[Patch(color=COLOURS[c], label=LABELS[c]) for c in used], loc="upper right", ncol=len(used))
-    fig.suptitle("streams_events --trace: CUDA event timestamps per stream", x=0.01, ha="left")
+    fig.suptitle(title, x=0.01, ha="left")
     fig.tight_layout(rect=(0, 0, 1, 0.95))
     fig.savefig(png_path, dpi=120)
     print(f"wrote {png_path}: {len(ops)} operations on {len(names)} tracks")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: plot_trace.py TRACE.json OUT.png")
-    main(sys.argv[1], sys.argv[2])
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: plot_trace.py TRACE.json OUT.png [TITLE]")
+    main(*sys.argv[1:])

@@ -14,6 +14,7 @@
 #include "event_timer.h"
 #include "linear_regression.cuh"
 #include "nvtx.h"
+#include "pipeline.h"  // chapter 03: TraceRecorder
 
 #include <cooperative_groups.h>
 
@@ -481,25 +482,37 @@ LaunchShape FusedRegression::shape(Variant v) const {
 }
 
 // Queues one epoch of variant v on stream_ (variants 1-4 and 6). `marks`, when given, receives an
-// event after each kernel (variant 1: 4 steps; variant 3: fused, update).
-void FusedRegression::launch_epoch(Variant v, int epoch, std::vector<Event>* marks) {
+// event after each kernel (variant 1: 4 steps; variant 3: fused, update). `trace`, when given,
+// puts a pair of events around each operation (--trace); without it `op` only runs the launch.
+void FusedRegression::launch_epoch(Variant v, int epoch, std::vector<Event>* marks,
+                                   streams_events::TraceRecorder* trace, int first_track) {
   const std::int64_t n = train_points_;
   const StepArgs step{params_.data(), losses_.data(), epoch, static_cast<float>(config_.lr),
                       static_cast<float>(1.0 / n), static_cast<float>(2.0 / n)};
   auto mark = [&](int k) {
     if (marks != nullptr) (*marks)[k].record(stream_);
   };
+  auto op = [&](cudaStream_t s, int track, const char* name, const char* category, auto&& enqueue) {
+    if (trace == nullptr) return enqueue();
+    trace->op(s, first_track + track, "e" + std::to_string(epoch) + " " + name, category, enqueue);
+  };
   const LaunchShape s = shape(v);
   switch (v) {
     case Variant::kUnfused: {  // chapter 04's launchers, unchanged: 7 kernels per epoch
       float* grads = partials_.data() + partials_.size() - 2;  // past 04's 2 * reduction_blocks partials
-      regression::launch_forward(x_.data(), params_.data(), pred_.data(), n, stream_);
+      op(stream_, 0, "forward", "compute",
+         [&] { regression::launch_forward(x_.data(), params_.data(), pred_.data(), n, stream_); });
       mark(1);
-      regression::launch_mse_loss(pred_.data(), y_.data(), n, partials_.data(), losses_.data() + epoch, stream_);
+      op(stream_, 0, "loss (2 kernels)", "compute", [&] {
+        regression::launch_mse_loss(pred_.data(), y_.data(), n, partials_.data(), losses_.data() + epoch, stream_);
+      });
       mark(2);
-      regression::launch_mse_backward(pred_.data(), y_.data(), x_.data(), n, partials_.data(), grads, stream_);
+      op(stream_, 0, "backward (2 kernels)", "compute", [&] {
+        regression::launch_mse_backward(pred_.data(), y_.data(), x_.data(), n, partials_.data(), grads, stream_);
+      });
       mark(3);
-      regression::launch_sgd_step(params_.data(), grads, static_cast<float>(config_.lr), stream_);
+      op(stream_, 0, "step", "step",
+         [&] { regression::launch_sgd_step(params_.data(), grads, static_cast<float>(config_.lr), stream_); });
       mark(4);
       break;
     }
@@ -511,37 +524,49 @@ void FusedRegression::launch_epoch(Variant v, int epoch, std::vector<Event>* mar
       CUDA_CHECK_LAUNCH();
       break;
     case Variant::kBlockReduce:
-      fused_sums_kernel<false><<<s.blocks, kThreads, 0, stream_>>>(x_.data(), y_.data(), n, params_.data(),
-                                                                   partials_.data(), s.blocks, nullptr, step);
-      CUDA_CHECK_LAUNCH();
+      op(stream_, 0, "fused sums", "compute", [&] {
+        fused_sums_kernel<false><<<s.blocks, kThreads, 0, stream_>>>(x_.data(), y_.data(), n, params_.data(),
+                                                                     partials_.data(), s.blocks, nullptr, step);
+        CUDA_CHECK_LAUNCH();
+      });
       mark(1);
-      update_kernel<<<1, kThreads, 0, stream_>>>(partials_.data(), s.blocks, s.blocks, step);
-      CUDA_CHECK_LAUNCH();
+      op(stream_, 0, "update", "step", [&] {
+        update_kernel<<<1, kThreads, 0, stream_>>>(partials_.data(), s.blocks, s.blocks, step);
+        CUDA_CHECK_LAUNCH();
+      });
       mark(2);
       break;
     case Variant::kLastBlock:
     case Variant::kGraph:
-      fused_sums_kernel<true><<<s.blocks, kThreads, 0, stream_>>>(x_.data(), y_.data(), n, params_.data(),
-                                                                  partials_.data(), s.blocks, done_count_.data(), step);
-      CUDA_CHECK_LAUNCH();
+      op(stream_, 0, "fused sums + last block's step", "compute", [&] {
+        fused_sums_kernel<true><<<s.blocks, kThreads, 0, stream_>>>(
+            x_.data(), y_.data(), n, params_.data(), partials_.data(), s.blocks, done_count_.data(), step);
+        CUDA_CHECK_LAUNCH();
+      });
       break;
     case Variant::kStreams: {
       // Fork: every side stream waits for this epoch's w and b; join: the update waits for all.
+      static constexpr const char* kSegmentNames[] = {"segment 1", "segment 2", "segment 3", "segment 4"};
+      static_assert(sizeof(kSegmentNames) / sizeof(kSegmentNames[0]) == kStreamCount, "one name per side stream");
       const int stride = s.blocks * kStreamCount;
       params_ready_.record(stream_);
       for (int k = 0; k < kStreamCount; ++k) {
         const Segment seg = segment_of(n, k);
         cudaStream_t side = side_streams_[k].get();
         CUDA_CHECK(cudaStreamWaitEvent(side, params_ready_.get(), 0));
-        fused_sums_kernel<false><<<s.blocks, kThreads, 0, side>>>(
-            x_.data() + seg.start, y_.data() + seg.start, seg.count, params_.data(), partials_.data() + k * s.blocks,
-            stride, nullptr, step);
-        CUDA_CHECK_LAUNCH();
+        op(side, 1 + k, kSegmentNames[k], "compute", [&] {
+          fused_sums_kernel<false><<<s.blocks, kThreads, 0, side>>>(
+              x_.data() + seg.start, y_.data() + seg.start, seg.count, params_.data(),
+              partials_.data() + k * s.blocks, stride, nullptr, step);
+          CUDA_CHECK_LAUNCH();
+        });
         side_done_[k].record(side);
         CUDA_CHECK(cudaStreamWaitEvent(stream_, side_done_[k].get(), 0));
       }
-      update_kernel<<<1, kThreads, 0, stream_>>>(partials_.data(), stride, stride, step);
-      CUDA_CHECK_LAUNCH();
+      op(stream_, 0, "update", "step", [&] {
+        update_kernel<<<1, kThreads, 0, stream_>>>(partials_.data(), stride, stride, step);
+        CUDA_CHECK_LAUNCH();
+      });
       break;
     }
     case Variant::kPersistent:
@@ -583,8 +608,7 @@ void FusedRegression::build_graph() {
   CUDA_CHECK(cudaGraphUpload(graph_exec_, stream_));
 }
 
-TrainingResult FusedRegression::train(Variant v) {
-  NvtxRange range(variant_name(v));
+void FusedRegression::prepare(Variant v) {
   if (!supports(v)) throw std::runtime_error(std::string("variant ") + variant_name(v) + " needs a GPU with clusters");
   if (v == Variant::kStreams && side_streams_.empty()) {
     for (int k = 0; k < kStreamCount; ++k) {
@@ -593,6 +617,11 @@ TrainingResult FusedRegression::train(Variant v) {
     }
   }
   if (v == Variant::kGraph) build_graph();
+}
+
+TrainingResult FusedRegression::train(Variant v) {
+  NvtxRange range(variant_name(v));
+  prepare(v);
   // Outside the timed region: the start values, and variant 2's zeroed slots.
   set_params_kernel<<<1, 1, 0, stream_>>>(params_.data());
   CUDA_CHECK_LAUNCH();
@@ -658,6 +687,24 @@ Breakdown FusedRegression::breakdown(Variant v) {
     out.emplace_back(names[i], median(ms));
   }
   return out;
+}
+
+void FusedRegression::trace_epochs(Variant v, int warmup, int epochs, streams_events::TraceRecorder& trace,
+                                   int first_track) {
+  if (v == Variant::kAtomic || v == Variant::kGraph || v == Variant::kPersistent) {
+    throw std::logic_error("trace_epochs: variants 1, 3, 4 and 6 only");
+  }
+  if (warmup < 0 || epochs < 1 || warmup + epochs > config_.epochs) {
+    throw std::invalid_argument("trace_epochs: warm-up + traced epochs must fit in --epochs");
+  }
+  NvtxRange range("trace");
+  prepare(v);
+  set_params_kernel<<<1, 1, 0, stream_>>>(params_.data());
+  CUDA_CHECK_LAUNCH();
+  for (int epoch = 0; epoch < warmup; ++epoch) launch_epoch(v, epoch, nullptr);
+  trace.mark_origin(stream_);  // time zero: the first traced variant's; variant 6's side streams fork after it
+  for (int epoch = warmup; epoch < warmup + epochs; ++epoch) launch_epoch(v, epoch, nullptr, &trace, first_track);
+  CUDA_CHECK(cudaStreamSynchronize(stream_));  // variant 6 joins its side streams into stream_ every epoch
 }
 
 double measure_copy_gbps(std::size_t bytes, cudaStream_t stream) {

@@ -22,6 +22,10 @@
 #include <utility>
 #include <vector>
 
+namespace streams_events {
+class TraceRecorder;  // chapter 03 (pipeline.h): a pair of CUDA events around each traced operation
+}
+
 namespace workbook::fused {
 
 using regression::Config;
@@ -78,10 +82,18 @@ class FusedRegression {
   // Variant 1 or 3 with an event between kernels: forward/loss/backward/step, or fused/update.
   Breakdown breakdown(Variant v);
 
+  // For --trace, apart from any timed run: `warmup` epochs of variant v (1, 3, 4 or 6: see
+  // epoch_trace.h), then `epochs` more with each GPU operation between a pair of CUDA events in
+  // `trace`, on tracks first_track... (variant 6: its stream, then one per side stream). Waits for them.
+  void trace_epochs(Variant v, int warmup, int epochs, streams_events::TraceRecorder& trace, int first_track);
+
   std::int64_t train_points() const { return train_points_; }
 
  private:
-  void launch_epoch(Variant v, int epoch, std::vector<Event>* marks);
+  void prepare(Variant v);  // variant 6's streams, variant 5's graph: made on first use
+  // `trace`, when given, gets a pair of events around each operation (--trace only; never timed).
+  void launch_epoch(Variant v, int epoch, std::vector<Event>* marks, streams_events::TraceRecorder* trace = nullptr,
+                    int first_track = 0);
   void launch_all_epochs(Variant v);
   void build_graph();
   int cluster_blocks() const;

@@ -5,12 +5,15 @@
 //   fused_kernels                            # 5M points, 200 epochs, every variant, H200-sized
 //   fused_kernels --variant 4 --points 50M   # one variant
 //   fused_kernels --sweep --csv sweep.csv --json sweep.json   # sizes x variants (benchmark mode)
+//   fused_kernels --trace trace.json         # + a Chrome trace of 3 epochs of variants 1, 3, 4, 6
 #include "cli.h"
+#include "epoch_trace.h"
 #include "event_timer.h"
 #include "fused_kernels.cuh"
 #include "gpu_probe.h"
 #include "linear_regression.cuh"
 #include "nvtx.h"
+#include "pipeline.h"  // chapter 03: TraceRecorder
 #include "program.h"
 #include "regression.h"
 #include "report.h"
@@ -102,6 +105,7 @@ struct Options {
   std::string csv;
   int repeats = 0;
   int copy_mib = 1024;
+  std::string trace_path;
 };
 
 // The device facts the report starts with.
@@ -113,6 +117,39 @@ std::string describe_device(int index, int* multiprocessors) {
   s << prop.name << " (" << prop.multiProcessorCount << " SMs, " << prop.l2CacheSize / 1048576 << " MiB L2, cc "
     << prop.major << "." << prop.minor << ")";
   return s.str();
+}
+
+// --trace: after every timed run, a separate pass per traceable variant: warm-up epochs, then
+// kTracedEpochs epochs with chapter 03's pair of CUDA events around each GPU operation, written
+// with 03's Chrome-trace writer (one track per variant and stream).
+void record_trace(const std::string& path, const TraceLayout& layout, FusedRegression& gpu, int config_epochs,
+                  Report& report) {
+  NvtxRange range("trace");
+  const int epochs = std::min(kTracedEpochs, config_epochs);
+  const int warmup = std::min(kTraceWarmupEpochs, config_epochs - epochs);
+  streams_events::TraceRecorder recorder(layout.tracks);
+  for (std::size_t i = 0; i < layout.variants.size(); ++i) {
+    gpu.trace_epochs(layout.variants[i], warmup, epochs, recorder, layout.first_track[i]);
+  }
+  const std::vector<streams_events::TraceOp> ops = recorder.ops();
+  streams_events::write_chrome_trace(path, ops, layout.tracks);
+  std::ostream& out = report.out();
+  out << "trace: " << epochs << " epochs per variant after " << warmup
+      << " warm-up, a pair of CUDA events around each GPU operation (untimed pass):\n"
+      << "  variant" << std::string(10, ' ') << "ops/epoch  epoch on the GPU" << std::string(8, ' ') << "some op running\n";
+  nlohmann::json rows = nlohmann::json::array();
+  for (const TracedVariant& t : summarize_trace(ops, layout, epochs)) {
+    out << "  " << std::left << std::setw(15) << label(t.variant) << std::right << std::setw(11)
+        << t.ops / epochs << std::fixed << std::setprecision(2) << std::setw(15) << t.epoch_us << " us"
+        << std::setw(14) << t.busy_us << " us" << std::setw(5) << std::setprecision(0)
+        << (t.epoch_us > 0 ? 100.0 * t.busy_us / t.epoch_us : 0.0) << "%\n"
+        << std::defaultfloat;
+    rows.push_back({{"variant", static_cast<int>(t.variant)}, {"name", variant_name(t.variant)}, {"ops", t.ops},
+                    {"epoch_us", t.epoch_us}, {"busy_us", t.busy_us}});
+  }
+  out << "trace: " << ops.size() << " operations on " << layout.tracks.size() << " tracks written to " << path << "\n";
+  report.json()["trace"] = {{"path", path},         {"epochs", epochs},     {"warmup_epochs", warmup},
+                            {"operations", ops.size()}, {"tracks", layout.tracks}, {"variants", rows}};
 }
 
 int run_single(const Options& o, const std::vector<Variant>& variants, Repeats repeats, Report& report,
@@ -240,6 +277,9 @@ int run_single(const Options& o, const std::vector<Variant>& variants, Repeats r
     per_epoch[v == Variant::kUnfused ? "unfused" : "fused"] = entry;
   }
   j["per_epoch_ms"] = per_epoch;
+
+  // 5. --trace: what the GPU does inside a few epochs, recorded apart from the timed runs.
+  if (!o.trace_path.empty()) record_trace(o.trace_path, trace_layout(variants), gpu, config.epochs, report);
   return report.finish();
 }
 
@@ -358,6 +398,9 @@ int run(int argc, char** argv) {
   app.add_option("--csv", o.csv, "sweep: write the rows as CSV to FILE")->type_name("FILE");
   app.add_option("--repeats", o.repeats, "timed runs per variant (default 10; 3 in the sweep; 2 with --quick)")->type_name("R");
   app.add_option("--copy-mib", o.copy_mib, "size of the device-to-device copy that gives the ceiling")->type_name("MIB");
+  app.add_option("--trace", o.trace_path,
+                 "after the timing, write a Chrome trace (Perfetto, chrome://tracing) of 3 epochs of variants 1, 3, 4, 6")
+      ->type_name("FILE");
   if (auto code = parse_command_line(app, argc, argv)) return *code;
   if (common.quick && app.count("--points") == 0) o.config.points = 20'011;  // odd, not a block multiple
   if (common.quick && app.count("--epochs") == 0) o.config.epochs = 20;
@@ -369,6 +412,11 @@ int run(int argc, char** argv) {
   require_at_most("--copy-mib", o.copy_mib, 16384);
   if (!o.sweep && (app.count("--sizes") || app.count("--csv"))) throw UsageError("--sizes and --csv need --sweep");
   if (o.sweep) parse_sizes(o.sizes.empty() ? "2" : o.sizes);  // refuse bad sizes before touching the GPU
+  if (o.sweep && app.count("--trace")) throw UsageError("--trace records the single mode's training loop, not --sweep");
+  if (app.count("--trace")) {
+    if (o.trace_path.empty()) throw UsageError("--trace needs a file name");
+    trace_layout(variants);  // refuse a selection with nothing to trace before touching the GPU
+  }
   const int timed = o.repeats > 0 ? o.repeats : common.quick ? 2 : o.sweep ? 3 : 10;
   const Repeats repeats{common.quick ? 1 : 2, timed};
 

@@ -1,8 +1,10 @@
 // test_05_fused_kernels.cpp: chapter 05's checks. Untagged cases run without a GPU (the sweep's
 // argument handling, learning rate per size, bandwidth arithmetic, CSV/JSON rows, the program's
 // usage errors); [gpu] cases train every variant at boundary sizes against chapter 04's float64
-// reference and rerun the deterministic ones for bit-identical results; [pytorch] runs the
-// PyTorch script's GPU modes against the same reference.
+// reference and rerun the deterministic ones for bit-identical results; the --trace layout and
+// summary run on a fake op list, and on the GPU the trace file is checked op by op (variant 6's
+// join included); [pytorch] runs the PyTorch script's GPU modes against the same reference.
+#include "epoch_trace.h"
 #include "exit_codes.h"
 #include "fused_kernels.cuh"
 #include "gpu_support.h"
@@ -19,6 +21,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -149,14 +152,79 @@ TEST_CASE("CSV and JSON rows carry the measured and the derived columns") {
   CHECK(j["passed"] == true);
 }
 
+TEST_CASE("trace layout: variants 1, 3, 4, 6 of the selection, one track per stream, grouped by variant") {
+  const TraceLayout all = trace_layout(all_variants());
+  REQUIRE(all.variants == std::vector<Variant>{Variant::kUnfused, Variant::kBlockReduce, Variant::kLastBlock,
+                                               Variant::kStreams});
+  CHECK(all.first_track == std::vector<int>{0, 1, 2, 3});
+  REQUIRE(all.tracks.size() == 4u + kStreamCount);
+  CHECK(all.tracks[0] == "1 unfused: stream");
+  CHECK(all.tracks[2] == "4 last_block: stream");
+  CHECK(all.tracks[3] == "6 streams: stream 0 (update)");
+  CHECK(all.tracks.back() == "6 streams: side stream " + std::to_string(kStreamCount));
+  // 03's plot_trace.py draws one panel per "group:" prefix: every track has exactly one colon.
+  for (const std::string& t : all.tracks) CHECK(std::count(t.begin(), t.end(), ':') == 1);
+
+  const TraceLayout picked = trace_layout({Variant::kPersistent, Variant::kStreams, Variant::kGraph, Variant::kUnfused});
+  CHECK(picked.variants == std::vector<Variant>{Variant::kStreams, Variant::kUnfused});
+  CHECK(picked.first_track == std::vector<int>{0, 1 + kStreamCount});
+  CHECK_THAT(refusal([] { trace_layout({Variant::kGraph, Variant::kPersistent, Variant::kAtomic}); }),
+             StartsWith("--trace"));
+  CHECK(traced_ops_per_epoch(Variant::kUnfused) == 4);
+  CHECK(traced_ops_per_epoch(Variant::kBlockReduce) == 2);
+  CHECK(traced_ops_per_epoch(Variant::kLastBlock) == 1);
+  CHECK(traced_ops_per_epoch(Variant::kStreams) == kStreamCount + 1);
+  CHECK(traced_ops_per_epoch(Variant::kGraph) == 0);
+}
+
+TEST_CASE("trace summary from a fake op list: span per epoch, overlapping streams counted once") {
+  const TraceLayout layout = trace_layout({Variant::kUnfused, Variant::kStreams});
+  using streams_events::TraceOp;
+  std::vector<TraceOp> ops;
+  // Variant 1, 2 epochs of 2 ops: busy 0-8, 10-18 | 20-28, 30-38; idle gaps of 2 us.
+  for (int e = 0; e < 2; ++e) {
+    ops.push_back({"e" + std::to_string(e) + " forward", "compute", 0, 20.0 * e, 8.0});
+    ops.push_back({"e" + std::to_string(e) + " step", "step", 0, 20.0 * e + 10.0, 8.0});
+  }
+  // Variant 6, 2 epochs: four side streams run 100-110 side by side (one starts late, 104-112),
+  // the update 113-115 after the join; then 120-130 and 133-135.
+  for (int e = 0; e < 2; ++e) {
+    const double t0 = 100.0 + 20.0 * e;
+    for (int k = 1; k <= kStreamCount; ++k) {
+      ops.push_back({"segment", "compute", 1 + k, t0 + (k == 2 ? 4.0 : 0.0), k == 2 ? 8.0 : 10.0});
+    }
+    ops.push_back({"update", "step", 1, t0 + 13.0, 2.0});
+  }
+  const std::vector<TracedVariant> s = summarize_trace(ops, layout, 2);
+  REQUIRE(s.size() == 2);
+  CHECK(s[0].variant == Variant::kUnfused);
+  CHECK(s[0].ops == 4);
+  CHECK(s[0].epoch_us == Catch::Approx(19.0));  // 0 to 38 over 2 epochs
+  CHECK(s[0].busy_us == Catch::Approx(16.0));
+  CHECK(s[1].ops == 2 * (kStreamCount + 1));
+  CHECK(s[1].epoch_us == Catch::Approx(17.5));  // 100 to 135
+  CHECK(s[1].busy_us == Catch::Approx(14.0));   // 12 + 2 per epoch
+
+  // Chapter 03's writer takes the layout as it is: one metadata event per track, one "X" per op.
+  const nlohmann::json trace = streams_events::chrome_trace(ops, layout.tracks);
+  int complete = 0, named = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    complete += e["ph"] == "X";
+    named += e["name"] == "thread_name";
+  }
+  CHECK(complete == static_cast<int>(ops.size()));
+  CHECK(named == static_cast<int>(layout.tracks.size()));
+}
+
 TEST_CASE("program: --help, bad input is one line and exit 2, no GPU is exit 77") {
   const ProgramResult help = run_program({WORKBOOK_PROGRAM, "--help"});
   CHECK(help.exit_code == 0);
-  CHECK_THAT(help.out, ContainsSubstring("--variant") && ContainsSubstring("--sweep"));
+  CHECK_THAT(help.out, ContainsSubstring("--variant") && ContainsSubstring("--sweep") && ContainsSubstring("--trace"));
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--variant", "8"}, {"--variant", "0"}, {"--sweep", "--sizes", "1"},
         {"--sweep", "--sizes", "5Q"}, {"--repeats", "0"}, {"--copy-mib", "0"}, {"--points", "1"}, {"--lr", "nan"},
-        {"--epochs", "0"}, {"--sizes", "5K"}, {"--bogus"}}) {
+        {"--epochs", "0"}, {"--sizes", "5K"}, {"--bogus"}, {"--trace"}, {"--trace", ""},
+        {"--trace", "t.json", "--variant", "5,7"}, {"--sweep", "--trace", "t.json"}}) {
     std::vector<std::string> argv{WORKBOOK_PROGRAM};
     argv.insert(argv.end(), args.begin(), args.end());
     const ProgramResult r = run_program(argv);
@@ -267,6 +335,54 @@ TEST_CASE("program on the GPU: single mode and sweep, PASS with JSON and CSV", "
 
   const ProgramResult bad = run_program({WORKBOOK_PROGRAM, "--device", "99", "--quick"});
   CHECK(bad.exit_code == 2);
+}
+
+TEST_CASE("program --trace: a Chrome trace with one event per recorded op, variant 6 joined before its update",
+          "[gpu]") {
+  const std::string trace = temp_path("trace.json");
+  const std::string json = temp_path("fused_trace.json");
+  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick", "--trace", trace, "--json", json});
+  skip_if_no_gpu(r);
+  CAPTURE(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(last_line(r.out) == "PASS");
+  const TraceLayout layout = trace_layout(all_variants());
+  const nlohmann::json t = read_json(trace);
+  std::map<int, std::string> names;
+  std::map<int, std::vector<std::pair<double, double>>> ops;  // track -> (start, duration), in file order
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") names[e["tid"].get<int>()] = e["args"]["name"];
+    if (e["ph"] == "X") ops[e["tid"].get<int>()].emplace_back(e["ts"].get<double>(), e["dur"].get<double>());
+  }
+  REQUIRE(names.size() == layout.tracks.size());
+  for (std::size_t k = 0; k < layout.tracks.size(); ++k) CHECK(names[static_cast<int>(k)] == layout.tracks[k]);
+  // Per track: variant 1 four ops per epoch, 3 two, 4 one, 6 one on each of its streams.
+  const std::vector<int> per_epoch{4, 2, 1, 1, 1, 1, 1, 1};
+  std::size_t total = 0;
+  for (std::size_t k = 0; k < per_epoch.size(); ++k) {
+    auto& track = ops[static_cast<int>(k)];
+    CAPTURE(layout.tracks[k]);
+    CHECK(track.size() == static_cast<std::size_t>(kTracedEpochs * per_epoch[k]));
+    std::sort(track.begin(), track.end());
+    for (std::size_t i = 0; i < track.size(); ++i) {
+      CHECK(track[i].first >= 0.0);
+      CHECK(track[i].second > 0.0);
+      if (i > 0) CHECK(track[i].first >= track[i - 1].first + track[i - 1].second - 0.01);  // one stream: in order
+    }
+    total += track.size();
+  }
+  CHECK(read_json(json)["trace"]["operations"].get<std::size_t>() == total);
+  // Variant 6's join: each epoch's update starts after all four segments of that epoch have ended
+  // (0.5 us of slack for the event timer's resolution).
+  const int update_track = layout.first_track[3];
+  for (int e = 0; e < kTracedEpochs; ++e) {
+    const double update_start = ops[update_track][e].first;
+    for (int k = 1; k <= kStreamCount; ++k) {
+      const auto& segment = ops[update_track + k][e];
+      CAPTURE(e, k, update_start, segment.first, segment.second);
+      CHECK(update_start >= segment.first + segment.second - 0.5);
+    }
+  }
 }
 
 TEST_CASE("PyTorch eager, graph replay and torch.compile match the float64 reference", "[pytorch]") {
