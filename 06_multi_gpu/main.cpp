@@ -1,0 +1,570 @@
+// main.cpp: chapter 06's program. Data parallelism over NCCL on the GPUs of one node (or many,
+// through mpirun): what the GPUs can move between them, what an all-reduce costs, and chapter
+// 04's regression trained with chapter 05's fused gradient on every GPU, DataParallel-style (one
+// process) and DistributedDataParallel-style (one process per GPU), checked against chapter 04's
+// float64 reference and chapter 05's single-GPU result, then timed and scaled.
+//
+//   multi_gpu                              # everything: topology, allreduce, dp, ddp, scaling
+//   multi_gpu topology | allreduce | dp | ddp | scaling      # one part
+//   multi_gpu ddp --nproc 2 --fail-rank 1 --fail-epoch 50    # a rank dies; the others stop
+//   mpirun -np 4 multi_gpu ddp             # the same ranks started by OpenMPI (MPI builds only)
+//   multi_gpu --quick --gpus 1             # what the tests and compute-sanitizer run
+#include "cli.h"
+#include "gpu_probe.h"
+#include "launcher.h"
+#include "measure.h"
+#include "mpi_bootstrap.h"
+#include "multi_gpu.cuh"
+#include "nccl_check.h"
+#include "nccl_comm.h"
+#include "nvtx.h"
+#include "plan.h"
+#include "program.h"
+#include "regression.h"
+#include "report.h"
+#include "training.h"
+
+#include <cuda_runtime_api.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <future>
+#include <iomanip>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace workbook;
+using namespace workbook::multi_gpu;
+
+struct Options {
+  CommonOptions common;
+  int gpus = 0;  // 0: every GPU from --device on
+  // training (dp, ddp, scaling)
+  regression::Config config;
+  std::optional<double> lr;
+  int repeats = 5;
+  std::int64_t reference_max = 20'000'000;
+  // ddp
+  int nproc = 0;  // 0: one per GPU used
+  int fail_rank = -1;
+  int fail_epoch = -1;
+  double timeout_s = 30.0;
+  // allreduce
+  std::int64_t min_bytes = 8;
+  std::int64_t max_bytes = std::int64_t{1} << 30;
+  int factor = 2;
+  AllreduceTiming allreduce;
+  // topology
+  int copy_mib = 256;
+  // scaling
+  std::string strong = "5M,100M";
+  std::string weak = "100M";
+  std::string gpu_counts = "1,2,4";
+};
+
+// --quick: small everything, unless the flag was given explicitly.
+void apply_quick(Options& o, const CLI::App& app) {
+  if (!o.common.quick) return;
+  auto unset = [&](const char* flag) { return app.count(flag) == 0; };
+  if (unset("--points")) o.config.points = 200'003;  // odd: shards of unequal size
+  if (unset("--epochs")) o.config.epochs = 20;
+  if (unset("--repeats")) o.repeats = 1;
+  if (unset("--max-bytes")) o.max_bytes = 64 << 20;
+  if (unset("--factor")) o.factor = 8;
+  if (unset("--iterations")) o.allreduce.iterations = 5;
+  if (unset("--batches")) o.allreduce.batches = 2;
+  if (unset("--warmup")) o.allreduce.warmup = 1;
+  if (unset("--copy-mib")) o.copy_mib = 8;
+  if (unset("--strong")) o.strong = "200K";
+  if (unset("--weak")) o.weak = "100K";
+  if (unset("--timeout-s")) o.timeout_s = 60.0;  // sanitizers slow everything down
+}
+
+void validate(const Options& o) {
+  regression::validate(o.config);
+  if (o.lr) require_positive("--lr", *o.lr);
+  require_at_least("--gpus", o.gpus, 0);
+  require_at_least("--repeats", o.repeats, 1);
+  require_at_least("--nproc", o.nproc, 0);
+  require_at_least("--fail-rank", o.fail_rank, -1);
+  require_at_least("--fail-epoch", o.fail_epoch, -1);
+  if ((o.fail_rank >= 0) != (o.fail_epoch >= 0)) throw UsageError("--fail-rank and --fail-epoch go together");
+  if (o.fail_epoch >= o.config.epochs) {
+    throw UsageError("--fail-epoch must be below --epochs (" + std::to_string(o.config.epochs) + "), got " +
+                     std::to_string(o.fail_epoch));
+  }
+  require_positive("--timeout-s", o.timeout_s);
+  require_at_least("--min-bytes", o.min_bytes, 4);
+  require_at_least("--max-bytes", o.max_bytes, o.min_bytes);
+  require_at_most("--max-bytes", o.max_bytes, std::int64_t{8} << 30);
+  if (o.min_bytes % 4 != 0 || o.max_bytes % 4 != 0) throw UsageError("--min-bytes and --max-bytes must be multiples of 4 (floats)");
+  require_at_least("--factor", o.factor, 2);
+  require_at_least("--iterations", o.allreduce.iterations, 1);
+  require_at_least("--batches", o.allreduce.batches, 1);
+  require_at_least("--warmup", o.allreduce.warmup, 0);
+  require_at_least("--copy-mib", o.copy_mib, 1);
+  parse_point_list(o.strong, "--strong");
+  parse_point_list(o.weak, "--weak");
+  parse_int_list(o.gpu_counts, "--gpu-counts");
+}
+
+// The GPUs this run uses: --gpus of them from --device on. Exit 77 when there are fewer.
+std::vector<int> pick_devices(const Options& o) {
+  const GpuAvailability gpus = probe_gpus();
+  if (!gpus.available()) throw NoGpuError(gpus.reason);
+  workbook::use_device(o.common.device);
+  const int available = gpus.device_count - o.common.device;
+  const int wanted = o.gpus > 0 ? o.gpus : available;
+  if (wanted > available) {
+    throw NoGpuError("--gpus " + std::to_string(wanted) + " from --device " + std::to_string(o.common.device) +
+                     " needs " + std::to_string(o.common.device + wanted) + " GPUs; this machine has " +
+                     std::to_string(gpus.device_count));
+  }
+  std::vector<int> devices;
+  for (int d = 0; d < wanted; ++d) devices.push_back(o.common.device + d);
+  return devices;
+}
+
+std::string fixed(double v, int digits) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(digits) << v;
+  return s.str();
+}
+
+std::string bytes_text(std::size_t b) {
+  if (b >= (std::size_t{1} << 30) && b % (std::size_t{1} << 30) == 0) return std::to_string(b >> 30) + " GiB";
+  if (b >= (std::size_t{1} << 20) && b % (std::size_t{1} << 20) == 0) return std::to_string(b >> 20) + " MiB";
+  if (b >= 1024 && b % 1024 == 0) return std::to_string(b >> 10) + " KiB";
+  return std::to_string(b) + " B";
+}
+
+nlohmann::json stats_json(const Stats& s) {
+  return {{"median", s.median}, {"min", s.min}, {"max", s.max}, {"repeats", s.count}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// topology
+
+void run_topology(const Options& o, const std::vector<int>& devices, Report& report) {
+  std::ostream& out = report.out();
+  const std::size_t bytes = static_cast<std::size_t>(o.copy_mib) << 20;
+  const Topology t = measure_topology(devices, bytes, o.common.quick ? Repeats{1, 3} : Repeats{2, 10});
+  out << "== topology: " << devices.size() << " GPU" << (devices.size() == 1 ? "" : "s") << "\n";
+  for (std::size_t i = 0; i < devices.size(); ++i) out << "  GPU " << devices[i] << ": " << t.names[i] << "\n";
+  out << "peer access (cudaDeviceCanAccessPeer, row can read/write column):\n       ";
+  for (int d : devices) out << std::setw(6) << d;
+  out << "\n";
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    out << "  " << std::setw(5) << devices[i];
+    for (std::size_t j = 0; j < devices.size(); ++j) out << std::setw(6) << (i == j ? "-" : t.can_access[i][j] ? "yes" : "no");
+    out << "\n";
+  }
+  nlohmann::json links = nlohmann::json::array();
+  if (t.links.empty()) {
+    out << "one GPU: no pairs to measure\n";
+  } else {
+    out << "peer copies of " << bytes_text(bytes) << " (cudaMemcpyPeerAsync, median; GB/s = 1e9 B/s; bidirectional counts both copies):\n"
+        << "  pair    rank  one-way off  one-way on   both off    both on   latency off  latency on\n";
+    for (const PeerLink& l : t.links) {
+      out << "  " << l.from << " -> " << l.to << std::setw(6) << l.performance_rank << std::setw(13)
+          << fixed(l.one_way_gbps[0], 1) << std::setw(12) << (l.can_access ? fixed(l.one_way_gbps[1], 1) : "-")
+          << std::setw(11) << fixed(l.bidirectional_gbps[0], 1) << std::setw(11)
+          << (l.can_access ? fixed(l.bidirectional_gbps[1], 1) : "-") << std::setw(11) << fixed(l.latency_us[0], 2)
+          << " us" << std::setw(9) << (l.can_access ? fixed(l.latency_us[1], 2) : "-") << " us\n";
+      links.push_back({{"from", l.from}, {"to", l.to}, {"can_access", l.can_access},
+                       {"performance_rank", l.performance_rank}, {"native_atomics", l.native_atomics},
+                       {"one_way_gbps", {{"off", l.one_way_gbps[0]}, {"on", l.one_way_gbps[1]}}},
+                       {"bidirectional_gbps", {{"off", l.bidirectional_gbps[0]}, {"on", l.bidirectional_gbps[1]}}},
+                       {"latency_us", {{"off", l.latency_us[0]}, {"on", l.latency_us[1]}}}});
+    }
+  }
+  report.json()["topology"] = {{"devices", devices}, {"names", t.names}, {"can_access", t.can_access},
+                               {"bytes", bytes}, {"links", links}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// allreduce
+
+void run_allreduce(const Options& o, const std::vector<int>& devices, Report& report) {
+  std::ostream& out = report.out();
+  const std::vector<std::size_t> sizes = allreduce_sizes(static_cast<std::size_t>(o.min_bytes),
+                                                         static_cast<std::size_t>(o.max_bytes), o.factor);
+  const int n = static_cast<int>(devices.size());
+  out << "== allreduce: NCCL " << NCCL_MAJOR << "." << NCCL_MINOR << "." << NCCL_PATCH << " (headers), " << n
+      << " GPU" << (n == 1 ? "" : "s") << " in one process, float sum, out of place; "
+      << o.allreduce.iterations << " back-to-back per batch after " << o.allreduce.warmup << " warm-up, median of "
+      << o.allreduce.batches << " batches; busbw = algbw * 2(n-1)/n = algbw * " << fixed(bus_factor(n), 2) << "\n";
+  const char* nvls = std::getenv("NCCL_NVLS_ENABLE");
+  out << "NCCL_NVLS_ENABLE=" << (nvls ? nvls : "(unset)") << "\n"
+      << "        size      time us     min us     algbw GB/s   busbw GB/s   wrong\n";
+  const std::vector<AllreduceRow> rows = measure_allreduce(devices, sizes, o.allreduce);
+  nlohmann::json j = nlohmann::json::array();
+  unsigned long long wrong = 0;
+  for (const AllreduceRow& r : rows) {
+    out << std::setw(12) << bytes_text(r.bytes) << std::setw(13) << fixed(r.time_us.median, 2) << std::setw(11)
+        << fixed(r.time_us.min, 2) << std::setw(15) << fixed(r.algbw_gbps, 2) << std::setw(13)
+        << fixed(r.busbw_gbps, 2) << std::setw(8) << r.wrong << "\n";
+    wrong += r.wrong;
+    j.push_back({{"bytes", r.bytes}, {"time_us", stats_json(r.time_us)}, {"algbw_gbps", r.algbw_gbps},
+                 {"busbw_gbps", r.busbw_gbps}, {"wrong", r.wrong}});
+  }
+  report.check(wrong == 0, "all-reduce: " + std::to_string(wrong) + " wrong elements");
+  report.json()["allreduce"] = {{"gpus", n}, {"nccl_version", std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + "." + std::to_string(NCCL_PATCH)},
+                                {"iterations", o.allreduce.iterations}, {"batches", o.allreduce.batches},
+                                {"warmup", o.allreduce.warmup}, {"rows", j}, {"wrong", wrong}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// training: the common report of a dp or ddp run
+
+regression::Config training_config(const Options& o, std::int64_t points) {
+  regression::Config c = o.config;
+  c.points = points;
+  c.lr = effective_lr(o.lr, points);
+  return c;
+}
+
+// The float64 reference on a host thread (while the GPUs train), when the problem is small enough.
+std::future<regression::TrainingResult> start_reference(const regression::Config& c, std::int64_t reference_max) {
+  if (c.points > reference_max) return {};
+  return std::async(std::launch::async, [c] { return regression::train_reference(regression::make_dataset_cpu(c), c); });
+}
+
+nlohmann::json verdict_json(const Verdict& v) {
+  return {{"passed", v.ok}, {"failure", v.failure},
+          {"relative_error", {{"w", v.w}, {"b", v.b}, {"losses", v.losses}, {"test_mse", v.test_mse}}}};
+}
+
+// Checks a finished run (reference, 05, bit-identity), prints it, and returns its JSON.
+nlohmann::json report_training(const ParallelRun& run, const regression::Config& c,
+                               std::future<regression::TrainingResult> reference, Report& report) {
+  std::ostream& out = report.out();
+  const int n = static_cast<int>(run.ranks.size());
+  nlohmann::json j = {{"mode", run.mode}, {"ranks", n}, {"points", c.points}, {"epochs", c.epochs}, {"lr", c.lr},
+                      {"noise", c.noise}};
+  out << "  rank  GPU   shard points              w              b      test MSE   epoch us  compute us  all-reduce us\n";
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankResult& r : run.ranks) {
+    out << std::setw(6) << r.rank << std::setw(5) << r.device << std::setw(15) << r.shard_points << std::setw(15)
+        << std::setprecision(9) << r.w << std::setw(15) << r.b << std::setw(14) << std::setprecision(6) << r.test_mse
+        << std::setw(11) << fixed(r.timing.epoch_us, 2) << std::setw(12) << fixed(r.timing.compute_us, 2)
+        << std::setw(15) << fixed(r.timing.allreduce_us, 2) << "\n";
+    ranks.push_back({{"rank", r.rank}, {"device", r.device}, {"shard_points", r.shard_points}, {"w", r.w},
+                     {"b", r.b}, {"test_mse", r.test_mse}, {"training_ms", stats_json(r.timing.training_ms)},
+                     {"us_per_epoch", r.timing.epoch_us}, {"compute_us", r.timing.compute_us},
+                     {"allreduce_us", r.timing.allreduce_us}});
+  }
+  j["per_rank"] = ranks;
+  const bool same = run.bit_identical();
+  out << "every rank's w, b and test MSE bit-identical: " << (same ? "yes" : "NO") << "\n";
+  report.check(same, run.mode + ": ranks ended with different w, b or test MSE");
+  j["bit_identical"] = same;
+
+  if (reference.valid()) {
+    const regression::TrainingResult want = reference.get();
+    const Verdict v = check_against_reference(run, want);
+    out << std::scientific << std::setprecision(2) << "against the float64 reference (04's tolerances w, b "
+        << regression::kParameterTolerance.rel << ", losses " << regression::kLossTolerance.rel
+        << "): relative error w " << v.w << "  b " << v.b << "  losses " << v.losses << "  test " << v.test_mse
+        << std::defaultfloat << "  " << (v.ok ? "ok" : "FAILED: " + v.failure) << "\n";
+    report.check(v.ok, run.mode + ": " + v.failure);
+    j["reference"] = verdict_json(v);
+    if (!want.diverged_at) j["reference"].update({{"w", want.w}, {"b", want.b}, {"test_mse", want.test_mse}});
+  } else {
+    out << "float64 reference: skipped above --reference-max points (checked against chapter 05 instead)\n";
+  }
+  std::string why_not;
+  CUDA_CHECK(cudaSetDevice(run.ranks.front().device));
+  if (const auto single = single_gpu_05(c, &why_not)) {
+    const Verdict v = check_against_single_gpu(run, *single);
+    const bool same_bits = single->w == run.ranks.front().w && single->b == run.ranks.front().b;
+    out << std::scientific << std::setprecision(2) << "against chapter 05 on one GPU (variant 4, tolerance 2x 04's): relative error w "
+        << v.w << "  b " << v.b << "  losses " << v.losses << "  test " << v.test_mse << std::defaultfloat << "  "
+        << (v.ok ? "ok" : "FAILED: " + v.failure) << (same_bits ? " (same bits of w and b)" : "") << "\n";
+    report.check(v.ok, run.mode + ": " + v.failure);
+    j["single_gpu_05"] = verdict_json(v);
+    j["single_gpu_05"].update({{"w", single->w}, {"b", single->b}, {"same_bits", same_bits}});
+  } else {
+    out << "chapter 05 on one GPU: skipped: " << why_not << "\n";
+  }
+  const RankResult& slow = run.slowest();
+  j["training_ms"] = stats_json(slow.timing.training_ms);
+  j["us_per_epoch"] = slow.timing.epoch_us;
+  j["compute_us"] = slow.timing.compute_us;
+  j["allreduce_us"] = slow.timing.allreduce_us;
+  j["w"] = run.ranks.front().w;
+  j["b"] = run.ranks.front().b;
+  j["test_mse"] = run.ranks.front().test_mse;
+  out << "time per epoch (slowest rank, median of " << slow.timing.training_ms.count << " runs after a checked run, CUDA events): "
+      << fixed(slow.timing.epoch_us, 2) << " us = compute " << fixed(slow.timing.compute_us, 2) << " + all-reduce "
+      << fixed(slow.timing.allreduce_us, 2) << " (+ gaps)\n";
+  return j;
+}
+
+// ---------------------------------------------------------------------------------------------
+// dp
+
+void run_dp(const Options& o, const std::vector<int>& devices, Report& report) {
+  const regression::Config c = training_config(o, o.config.points);
+  const Problem problem = make_problem(c);
+  report.out() << "== dp: DataParallel analog: one process drives " << devices.size() << " GPU"
+               << (devices.size() == 1 ? "" : "s") << "; " << c.points << " points (" << problem.train_points
+               << " train), " << c.epochs << " epochs, lr " << c.lr << "\n";
+  auto reference = start_reference(c, o.reference_max);
+  const ParallelRun run = train_data_parallel(problem, devices, o.repeats);
+  report.json()["dp"] = report_training(run, c, std::move(reference), report);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ddp: the launcher side (built-in), and the rank side (launcher or mpirun)
+
+// The arguments each worker gets: the training and fault flags of this run, --json to a file
+// the launcher reads back (rank 0 writes it).
+std::vector<std::string> worker_arguments(const Options& o, const regression::Config& c, const std::string& json) {
+  std::ostringstream lr;
+  lr << std::setprecision(17) << c.lr;
+  std::vector<std::string> a = {"ddp", "--device", std::to_string(o.common.device), "--points", std::to_string(c.points),
+                                "--epochs", std::to_string(c.epochs), "--lr", lr.str(), "--seed", std::to_string(c.seed),
+                                "--repeats", std::to_string(o.repeats), "--timeout-s", std::to_string(o.timeout_s),
+                                "--reference-max", std::to_string(o.reference_max), "--json", json};
+  std::ostringstream noise;
+  noise << std::setprecision(17) << c.noise;
+  a.insert(a.end(), {"--noise", noise.str()});
+  if (o.fail_rank >= 0) a.insert(a.end(), {"--fail-rank", std::to_string(o.fail_rank), "--fail-epoch", std::to_string(o.fail_epoch)});
+  return a;
+}
+
+struct LaunchOutcome {
+  LaunchResult launch;
+  nlohmann::json rank0;  // rank 0's JSON, or null
+};
+
+LaunchOutcome launch_ddp(const Options& o, const regression::Config& c, int nproc, std::ostream& log) {
+  char pattern[] = "/tmp/multi_gpu_ddp_XXXXXX";
+  const int fd = mkstemp(pattern);
+  if (fd < 0) throw std::runtime_error("cannot create a temporary file in /tmp");
+  close(fd);
+  const std::string json_path = pattern;
+  ncclUniqueId id;
+  NCCL_CHECK(ncclGetUniqueId(&id));  // this process hosts the bootstrap root until the ranks are done
+  LaunchOutcome r;
+  r.launch = launch_workers(self_path(), worker_arguments(o, c, json_path), nproc, encode_unique_id(id), o.timeout_s, log);
+  std::ifstream file(json_path);
+  if (file && file.peek() != std::ifstream::traits_type::eof()) {
+    try {
+      file >> r.rank0;
+    } catch (const nlohmann::json::exception&) {
+      r.rank0 = nullptr;
+    }
+  }
+  std::remove(json_path.c_str());
+  return r;
+}
+
+void run_ddp_launcher(const Options& o, const std::vector<int>& devices, Report& report) {
+  const int nproc = o.nproc > 0 ? o.nproc : static_cast<int>(devices.size());
+  const int available = probe_gpus().device_count - o.common.device;
+  if (nproc > available) {
+    throw NoGpuError("--nproc " + std::to_string(nproc) + " needs one GPU per rank from --device " +
+                     std::to_string(o.common.device) + "; this machine has " + std::to_string(probe_gpus().device_count));
+  }
+  const regression::Config c = training_config(o, o.config.points);
+  std::ostream& out = report.out();
+  out << "== ddp: DistributedDataParallel analog: " << nproc << " rank" << (nproc == 1 ? "" : "s")
+      << " (one process per GPU, built-in launcher); " << c.points << " points, " << c.epochs << " epochs, lr " << c.lr
+      << "\n" << std::flush;
+  const LaunchOutcome r = launch_ddp(o, c, nproc, out);
+  nlohmann::json j = r.rank0.is_object() && r.rank0.contains("ddp") ? r.rank0["ddp"] : nlohmann::json::object();
+  nlohmann::json exits = nlohmann::json::array();
+  for (const ChildExit& e : r.launch.exits) {
+    exits.push_back({{"rank", e.rank}, {"status", e.status}, {"killed", e.killed}, {"seconds", e.seconds}});
+  }
+  j["launcher"] = {{"nproc", nproc}, {"exits", exits}, {"timeout_s", o.timeout_s}};
+  if (r.launch.first_failure) {
+    const ChildExit& f = *r.launch.first_failure;
+    double last = 0.0;
+    for (const ChildExit& e : r.launch.exits) last = std::max(last, e.seconds);
+    out << "launcher: rank " << f.rank << " failed first (" << describe_exit(f) << "); every rank stopped "
+        << fixed(last - f.seconds, 2) << " s after it (bound " << o.timeout_s << " s)\n";
+    j["launcher"]["failed_rank"] = f.rank;
+    j["launcher"]["stopped_after_s"] = last - f.seconds;
+    report.check(false, "ddp: rank " + std::to_string(f.rank) + " failed (" + describe_exit(f) + ")");
+  } else {
+    out << "launcher: all " << nproc << " ranks exited 0\n";
+    const bool passed = r.rank0.is_object() && r.rank0.value("passed", false);
+    report.check(passed, "ddp: rank 0 reported a failed check");
+  }
+  report.json()["ddp"] = j;
+}
+
+// One rank of a DDP run, started by the built-in launcher or by mpirun. Rank 0 reports.
+int run_ddp_rank(const Options& o, int rank, int world, int local_rank, const ncclUniqueId& id, ControlChannel* control) {
+  const GpuAvailability gpus = probe_gpus();
+  if (!gpus.available()) throw NoGpuError(gpus.reason);
+  const regression::Config c = training_config(o, o.config.points);
+  const Problem problem = make_problem(c);
+  DdpSetup s;
+  s.rank = rank;
+  s.world_size = world;
+  s.device = device_for_local_rank(local_rank, o.common.device, gpus.device_count);
+  s.id = id;
+  s.watch = Watch{o.timeout_s, control, "rank " + std::to_string(rank)};
+  s.fail_rank = o.fail_rank;
+  s.fail_epoch = o.fail_epoch;
+  auto reference = rank == 0 ? start_reference(c, o.reference_max) : std::future<regression::TrainingResult>{};
+  const ParallelRun run = train_ddp_rank(problem, s, o.repeats);
+  if (rank != 0) return run.bit_identical() ? kExitOk : kExitFailure;
+  Report report("multi_gpu", o.common.json);
+  report.out() << "rank 0 of " << world << ": GPU " << s.device << ", " << c.points << " points (" << problem.train_points
+               << " train), " << c.epochs << " epochs, lr " << c.lr << "\n";
+  report.json()["ddp"] = report_training(run, c, std::move(reference), report);
+  return report.finish();
+}
+
+int run_mpi_rank(Options& o, int* argc, char*** argv) {
+  MpiSession mpi(argc, argv);
+  try {
+    ncclUniqueId id;
+    if (mpi.rank() == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+    mpi.broadcast_from_root(&id, sizeof id);
+    return run_ddp_rank(o, mpi.rank(), mpi.size(), mpi.local_rank(), id, nullptr);
+  } catch (const std::exception& e) {
+    // One rank failed: mpirun stops the others and names this rank.
+    std::cerr << "error: rank " << mpi.rank() << ": " << e.what() << "\n" << std::flush;
+    mpi.abort(kExitFailure);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// scaling
+
+void run_scaling(const Options& o, const std::vector<int>& devices, Report& report) {
+  std::ostream& out = report.out();
+  const std::vector<int> counts = usable_gpu_counts(parse_int_list(o.gpu_counts, "--gpu-counts"), static_cast<int>(devices.size()));
+  out << "== scaling: DDP ranks (built-in launcher) over " << counts.size() << " GPU count"
+      << (counts.size() == 1 ? "" : "s") << "; time per epoch of the slowest rank, median of " << o.repeats
+      << " runs; efficiency: strong t1 / (n tn), weak t1 / tn\n"
+      << "  kind      points  per GPU  GPUs   epoch us  compute us  all-reduce us  efficiency  checked\n";
+  struct Case {
+    std::string kind;
+    std::int64_t per_gpu_or_total;
+  };
+  std::vector<Case> cases;
+  for (std::int64_t p : parse_point_list(o.strong, "--strong")) cases.push_back({"strong", p});
+  for (std::int64_t p : parse_point_list(o.weak, "--weak")) cases.push_back({"weak", p});
+  nlohmann::json rows = nlohmann::json::array();
+  Options quiet = o;
+  quiet.fail_rank = quiet.fail_epoch = -1;
+  quiet.reference_max = 0;  // scaling runs check bit-identity and chapter 05, not the slow CPU reference
+  for (const Case& k : cases) {
+    double t1 = 0.0;
+    for (int n : counts) {
+      const std::int64_t points = k.kind == "strong" ? k.per_gpu_or_total : k.per_gpu_or_total * n;
+      const regression::Config c = training_config(o, points);
+      std::ostringstream log;
+      const LaunchOutcome r = launch_ddp(quiet, c, n, log);
+      const bool ok = r.launch.ok() && r.rank0.is_object() && r.rank0.value("passed", false);
+      report.check(ok, "scaling: " + k.kind + " " + std::to_string(points) + " points on " + std::to_string(n) +
+                           " GPUs failed" + (r.launch.ok() ? "" : ": " + log.str()));
+      nlohmann::json d = r.rank0.is_object() && r.rank0.contains("ddp") ? r.rank0["ddp"] : nlohmann::json::object();
+      const double us = d.value("us_per_epoch", 0.0);
+      if (n == counts.front()) t1 = counts.front() == 1 ? us : 0.0;
+      const double eff = t1 > 0 ? (k.kind == "strong" ? strong_efficiency(t1, us, n) : weak_efficiency(t1, us)) : 0.0;
+      out << "  " << std::left << std::setw(7) << k.kind << std::right << std::setw(10) << points << std::setw(9)
+          << points / n << std::setw(6) << n << std::setw(11) << fixed(us, 2) << std::setw(12)
+          << fixed(d.value("compute_us", 0.0), 2) << std::setw(15) << fixed(d.value("allreduce_us", 0.0), 2)
+          << std::setw(11) << (t1 > 0 ? fixed(100.0 * eff, 1) + "%" : "-") << std::setw(9) << (ok ? "ok" : "FAILED")
+          << "\n" << std::flush;
+      rows.push_back({{"kind", k.kind}, {"points", points}, {"points_per_gpu", points / n}, {"gpus", n},
+                      {"lr", c.lr}, {"epochs", c.epochs}, {"us_per_epoch", us}, {"compute_us", d.value("compute_us", 0.0)},
+                      {"allreduce_us", d.value("allreduce_us", 0.0)}, {"efficiency", eff}, {"passed", ok},
+                      {"training_ms", d.value("training_ms", nlohmann::json::object())}});
+    }
+  }
+  report.json()["scaling"] = {{"gpu_counts", counts}, {"rows", rows}, {"repeats", o.repeats}};
+}
+
+// ---------------------------------------------------------------------------------------------
+
+int run(int argc, char** argv) {
+  CLI::App app{"Chapter 06: data parallelism over NCCL: topology, all-reduce, DataParallel and DDP analogs, scaling"};
+  Options o;
+  add_common_options(app, o.common);
+  app.fallthrough();  // the flags may come before or after the subcommand
+  app.add_option("--gpus", o.gpus, "GPUs to use from --device on (default: all)")->type_name("G");
+  auto* training = app.add_option_group("training", "dp, ddp and scaling");
+  training->add_option("--points", o.config.points, "points of the whole dataset (X = i * 2e-6, first 80% train)")->type_name("N");
+  training->add_option("--epochs", o.config.epochs, "full-batch epochs")->type_name("E");
+  training->add_option("--lr", o.lr, "learning rate (default 0.01, scaled by (5M/N)^2 above 5M points as in chapter 05)");
+  training->add_option("--noise", o.config.noise, "standard deviation of the noise on y");
+  training->add_option("--seed", o.config.seed, "cuRAND seed of the noise");
+  training->add_option("--repeats", o.repeats, "timed runs after the checked run");
+  training->add_option("--reference-max", o.reference_max, "largest point count checked against the float64 CPU reference");
+  auto* ddp_group = app.add_option_group("ddp", "ddp ranks and faults");
+  ddp_group->add_option("--nproc", o.nproc, "ranks the built-in launcher starts (default: one per GPU)")->type_name("N");
+  ddp_group->add_option("--fail-rank", o.fail_rank, "this rank fails at --fail-epoch (fault injection)")->type_name("R");
+  ddp_group->add_option("--fail-epoch", o.fail_epoch, "the epoch at which --fail-rank fails")->type_name("E");
+  ddp_group->add_option("--timeout-s", o.timeout_s, "longest wait without progress; after a failure, the bound for every rank to stop");
+  auto* ar = app.add_option_group("allreduce", "all-reduce sweep");
+  ar->add_option("--min-bytes", o.min_bytes, "smallest all-reduce (bytes)");
+  ar->add_option("--max-bytes", o.max_bytes, "largest all-reduce (bytes; default 1 GiB, --quick 64 MiB)");
+  ar->add_option("--factor", o.factor, "size step (default 2, --quick 8)");
+  ar->add_option("--iterations", o.allreduce.iterations, "all-reduces per timed batch");
+  ar->add_option("--batches", o.allreduce.batches, "timed batches (median reported)");
+  ar->add_option("--warmup", o.allreduce.warmup, "all-reduces before timing");
+  app.add_option("--copy-mib", o.copy_mib, "topology: MiB per peer copy");
+  auto* sc = app.add_option_group("scaling", "scaling runs");
+  sc->add_option("--strong", o.strong, "strong scaling: total points, e.g. 5M,100M");
+  sc->add_option("--weak", o.weak, "weak scaling: points per GPU, e.g. 100M");
+  sc->add_option("--gpu-counts", o.gpu_counts, "GPU counts to visit (those this machine has)");
+  CLI::App* topology = app.add_subcommand("topology", "peer-access matrix, peer copy bandwidth and latency");
+  CLI::App* allreduce = app.add_subcommand("allreduce", "NCCL all-reduce, 8 B to 1 GiB: time, algbw, busbw, check");
+  CLI::App* dp = app.add_subcommand("dp", "DataParallel analog: one process, every GPU");
+  CLI::App* ddp = app.add_subcommand("ddp", "DistributedDataParallel analog: one process per GPU");
+  CLI::App* scaling = app.add_subcommand("scaling", "strong and weak scaling over 1, 2, 4 GPUs");
+  app.require_subcommand(0, 1);
+  if (auto code = parse_command_line(app, argc, argv)) return *code;
+  apply_quick(o, app);
+  validate(o);
+
+  // A rank of a DDP run: started by our own launcher, or by mpirun.
+  const auto identity = worker_identity_from_environment(&process_environment);
+  if (identity) {
+    if (!ddp->parsed()) throw UsageError(std::string(kRankVariable) + " is set: workers run `ddp` only");
+    ControlChannel control(identity->control_fd);
+    return run_ddp_rank(o, identity->rank, identity->world_size, identity->local_rank,
+                        decode_unique_id(identity->nccl_id_hex), &control);
+  }
+  if (launched_by_mpi(&process_environment)) {
+    if (!ddp->parsed()) throw UsageError("under mpirun only `ddp` runs (one rank per process)");
+    if (!mpi_built_in()) {
+      throw UsageError("started by mpirun, but this build has no MPI (install libopenmpi-dev, reconfigure); or use multi_gpu ddp --nproc N");
+    }
+    return run_mpi_rank(o, &argc, &argv);
+  }
+
+  const bool all = app.get_subcommands().empty();
+  const std::vector<int> devices = pick_devices(o);
+  Report report("multi_gpu", o.common.json);
+  report.out() << "multi_gpu: " << devices.size() << " GPU" << (devices.size() == 1 ? "" : "s") << " from device "
+               << o.common.device << (mpi_built_in() ? "; MPI built in" : "; built without MPI (launcher: --nproc)")
+               << "\n";
+  report.json()["gpus"] = devices.size();
+  if (all || topology->parsed()) run_topology(o, devices, report);
+  if (all || allreduce->parsed()) run_allreduce(o, devices, report);
+  if (all || dp->parsed()) run_dp(o, devices, report);
+  if (all || ddp->parsed()) run_ddp_launcher(o, devices, report);
+  if (all || scaling->parsed()) run_scaling(o, devices, report);
+  return report.finish();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return workbook::guarded_main("multi_gpu", [&] { return run(argc, argv); });
+}

@@ -1,0 +1,211 @@
+// measure.cpp: peer copies and NCCL all-reduce bandwidth.
+#include "measure.h"
+
+#include "cuda_check.h"
+#include "device_buffer.h"
+#include "multi_gpu.cuh"
+#include "nccl_check.h"
+#include "nvtx.h"
+#include "plan.h"
+#include "stream.h"
+
+#include <nccl.h>
+
+#include <memory>
+
+namespace workbook::multi_gpu {
+namespace {
+
+constexpr int kLatencyCopies = 100;  // back-to-back 4-byte copies per timed sample
+
+// Enables (or disables) peer access both ways between a and b. Returns false when the driver says
+// it cannot. cudaErrorPeerAccessAlreadyEnabled / NotEnabled are what the state already is: fine.
+void set_peer_access(int a, int b, bool on) {
+  for (const auto& [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
+    CUDA_CHECK(cudaSetDevice(from));
+    const cudaError_t status = on ? cudaDeviceEnablePeerAccess(to, 0) : cudaDeviceDisablePeerAccess(to);
+    if (status == cudaErrorPeerAccessAlreadyEnabled || status == cudaErrorPeerAccessNotEnabled) {
+      (void)cudaGetLastError();  // clear it: the state is already what was asked
+      continue;
+    }
+    CUDA_CHECK(status);
+  }
+}
+
+// What each device holds for the copies: a source (initialised) and a destination.
+struct PeerBuffers {
+  std::unique_ptr<Stream> stream;
+  DeviceBuffer<char> source, destination;
+};
+
+}  // namespace
+
+Topology measure_topology(const std::vector<int>& devices, std::size_t bytes, Repeats repeats) {
+  NvtxRange range("topology");
+  Topology t;
+  t.devices = devices;
+  t.bytes = bytes;
+  const int n = static_cast<int>(devices.size());
+  std::vector<PeerBuffers> buffers(devices.size());
+  for (int i = 0; i < n; ++i) {
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, devices[i]));
+    t.names.emplace_back(prop.name);
+    std::vector<int> row;
+    for (int j = 0; j < n; ++j) {
+      int access = 1;
+      if (i != j) CUDA_CHECK(cudaDeviceCanAccessPeer(&access, devices[i], devices[j]));
+      row.push_back(access);
+    }
+    t.can_access.push_back(row);
+    CUDA_CHECK(cudaSetDevice(devices[i]));
+    buffers[i].stream = std::make_unique<Stream>();
+    buffers[i].source = DeviceBuffer<char>(bytes);
+    buffers[i].destination = DeviceBuffer<char>(bytes);
+    CUDA_CHECK(cudaMemset(buffers[i].source.data(), i + 1, bytes));  // initcheck: copy only written bytes
+    CUDA_CHECK(cudaMemset(buffers[i].destination.data(), 0, bytes));
+  }
+
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i == j) continue;
+      PeerLink link;
+      link.from = devices[i];
+      link.to = devices[j];
+      link.can_access = t.can_access[i][j] != 0;
+      if (link.can_access) {
+        CUDA_CHECK(cudaDeviceGetP2PAttribute(&link.performance_rank, cudaDevP2PAttrPerformanceRank, link.from, link.to));
+        int atomics = 0;
+        CUDA_CHECK(cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, link.from, link.to));
+        link.native_atomics = atomics != 0;
+      }
+      PeerBuffers& a = buffers[i];
+      PeerBuffers& b = buffers[j];
+      for (int mode = 0; mode < 2; ++mode) {
+        const bool on = mode == 1;
+        if (on && !link.can_access) continue;
+        set_peer_access(link.from, link.to, on);
+        CUDA_CHECK(cudaSetDevice(link.from));
+        const cudaStream_t s = a.stream->get();
+        const Stats one_way = time_on_stream(s, repeats, [&] {
+          CUDA_CHECK(cudaMemcpyPeerAsync(b.destination.data(), link.to, a.source.data(), link.from, bytes, s));
+        });
+        link.one_way_gbps[mode] = gigabytes_per_second(static_cast<double>(bytes), one_way.median);
+        // Both directions at once: b's stream forks from a's and joins it again, so the pair of
+        // events on a's stream brackets both copies.
+        Event fork, join;
+        {
+          CUDA_CHECK(cudaSetDevice(link.to));
+          join = Event();
+          CUDA_CHECK(cudaSetDevice(link.from));
+        }
+        const Stats both = time_on_stream(s, repeats, [&] {
+          fork.record(s);
+          CUDA_CHECK(cudaStreamWaitEvent(b.stream->get(), fork.get(), 0));
+          CUDA_CHECK(cudaMemcpyPeerAsync(b.destination.data(), link.to, a.source.data(), link.from, bytes, s));
+          CUDA_CHECK(cudaMemcpyPeerAsync(a.destination.data(), link.from, b.source.data(), link.to, bytes,
+                                         b.stream->get()));
+          join.record(b.stream->get());
+          CUDA_CHECK(cudaStreamWaitEvent(s, join.get(), 0));
+        });
+        link.bidirectional_gbps[mode] = gigabytes_per_second(2.0 * static_cast<double>(bytes), both.median);
+        const Stats latency = time_on_stream(s, repeats, [&] {
+          for (int k = 0; k < kLatencyCopies; ++k) {
+            CUDA_CHECK(cudaMemcpyPeerAsync(b.destination.data(), link.to, a.source.data(), link.from, 4, s));
+          }
+        });
+        link.latency_us[mode] = 1e3 * latency.median / kLatencyCopies;
+        CUDA_CHECK(cudaStreamSynchronize(b.stream->get()));
+        if (on) set_peer_access(link.from, link.to, false);  // leave the default state behind
+      }
+      t.links.push_back(link);
+    }
+  }
+  CUDA_CHECK(cudaSetDevice(devices.front()));
+  return t;
+}
+
+std::vector<AllreduceRow> measure_allreduce(const std::vector<int>& devices, const std::vector<std::size_t>& sizes,
+                                            AllreduceTiming timing) {
+  NvtxRange range("all-reduce sweep");
+  const int n = static_cast<int>(devices.size());
+  std::size_t largest = 0;
+  for (std::size_t s : sizes) largest = std::max(largest, s);
+  const std::size_t max_elements = largest / sizeof(float);
+
+  struct Rank {
+    std::unique_ptr<Stream> stream;
+    DeviceBuffer<float> send, receive;
+    DeviceBuffer<unsigned long long> wrong;
+    ncclComm_t comm = nullptr;
+  };
+  std::vector<Rank> ranks(devices.size());
+  for (int r = 0; r < n; ++r) {
+    CUDA_CHECK(cudaSetDevice(devices[r]));
+    ranks[r].stream = std::make_unique<Stream>();
+    ranks[r].send = DeviceBuffer<float>(max_elements);
+    ranks[r].receive = DeviceBuffer<float>(max_elements);
+    ranks[r].wrong = DeviceBuffer<unsigned long long>(1);
+    launch_fill_allreduce_input(ranks[r].send.data(), max_elements, r, ranks[r].stream->get());
+    CUDA_CHECK(cudaMemsetAsync(ranks[r].receive.data(), 0, ranks[r].receive.bytes(), ranks[r].stream->get()));
+  }
+  std::vector<ncclComm_t> comms(devices.size(), nullptr);
+  NCCL_CHECK(ncclCommInitAll(comms.data(), n, devices.data()));
+  for (int r = 0; r < n; ++r) ranks[r].comm = comms[r];
+  // ncclCommInitAll's communicators are destroyed on every path out of here.
+  struct Destroy {
+    std::vector<ncclComm_t>& comms;
+    ~Destroy() {
+      for (ncclComm_t c : comms) (void)ncclCommDestroy(c);
+    }
+  } destroy{comms};
+
+  auto all_reduce = [&](std::size_t elements) {
+    NCCL_CHECK(ncclGroupStart());
+    for (Rank& r : ranks) {
+      NCCL_CHECK(ncclAllReduce(r.send.data(), r.receive.data(), elements, ncclFloat, ncclSum, r.comm,
+                               r.stream->get()));
+    }
+    NCCL_CHECK(ncclGroupEnd());
+  };
+  auto synchronize = [&] {
+    for (Rank& r : ranks) r.stream->synchronize();
+  };
+
+  std::vector<AllreduceRow> rows;
+  for (std::size_t bytes : sizes) {
+    const std::size_t elements = bytes / sizeof(float);
+    AllreduceRow row;
+    row.bytes = bytes;
+    // Check first: one all-reduce, then every element of every rank against the exact sum.
+    all_reduce(elements);
+    for (int r = 0; r < n; ++r) {
+      CUDA_CHECK(cudaSetDevice(devices[r]));
+      CUDA_CHECK(cudaMemsetAsync(ranks[r].wrong.data(), 0, sizeof(unsigned long long), ranks[r].stream->get()));
+      launch_count_wrong(ranks[r].receive.data(), elements, n, ranks[r].wrong.data(), ranks[r].stream->get());
+    }
+    synchronize();
+    for (Rank& r : ranks) {
+      unsigned long long wrong = 0;
+      CUDA_CHECK(cudaMemcpy(&wrong, r.wrong.data(), sizeof wrong, cudaMemcpyDeviceToHost));
+      row.wrong += wrong;
+    }
+    // Then time: warm-up, then batches of back-to-back all-reduces, the host waiting on all GPUs.
+    for (int i = 0; i < timing.warmup; ++i) all_reduce(elements);
+    synchronize();
+    const Stats batch_ms = time_on_host({0, timing.batches}, [&] {
+      for (int i = 0; i < timing.iterations; ++i) all_reduce(elements);
+      synchronize();
+    });
+    row.time_us = Stats{1e3 * batch_ms.median / timing.iterations, 1e3 * batch_ms.min / timing.iterations,
+                        1e3 * batch_ms.max / timing.iterations, 1e3 * batch_ms.mean / timing.iterations,
+                        batch_ms.count};
+    row.algbw_gbps = algorithm_bandwidth_gbps(static_cast<double>(bytes), row.time_us.median / 1e3);
+    row.busbw_gbps = bus_bandwidth(row.algbw_gbps, n);
+    rows.push_back(row);
+  }
+  CUDA_CHECK(cudaSetDevice(devices.front()));
+  return rows;
+}
+
+}  // namespace workbook::multi_gpu

@@ -1,0 +1,305 @@
+// multi_gpu.cu: one replica's kernels (its shard's data, the fused sums, the step) and the
+// all-reduce benchmark's fill and check kernels.
+//
+// The per-GPU work is chapter 05's fused gradient: one pass over the shard's X and y computes
+// sum r^2, sum r x and sum r (r = w x + b - y) with 16-byte loads, a fixed-shape shuffle tree per
+// block, and the last block to finish adding the block partials in block order (05's variant 4).
+// The one difference from 05: the kernel stops at the three sums instead of applying the step,
+// because the step needs the sums of every shard: the all-reduce goes in between. 05's header
+// exports its FusedRegression class but not its kernels, so this file carries the sums-only
+// twin of 05's fused_sums_kernel<true> (same loads, same tree); see the README for the export
+// that would let 06 call 05's kernel directly.
+#include "multi_gpu.cuh"
+
+#include "cuda_check.h"
+#include "curand_generator.h"
+#include "nvtx.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace workbook::multi_gpu {
+namespace {
+
+using regression::kInitialB;
+using regression::kInitialW;
+using regression::kTrueB;
+using regression::kTrueW;
+using regression::kXStep;
+
+constexpr int kThreads = 256;    // as 05: threads per block of the fused kernel
+constexpr int kBlocksPerSm = 4;  // as 05: one wave of 4 blocks per SM
+constexpr int kUnroll = 2;       // as 05: float4 pairs loaded per thread before use
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+struct Sums {
+  float rr, rx, r;
+};
+
+__device__ __forceinline__ void accumulate(float x, float y, float w, float b, Sums& s) {
+  const float r = fmaf(w, x, b) - y;
+  s.rr = fmaf(r, r, s.rr);
+  s.rx = fmaf(r, x, s.rx);
+  s.r += r;
+}
+
+__device__ __forceinline__ void accumulate4(float4 x, float4 y, float w, float b, Sums& s) {
+  accumulate(x.x, y.x, w, b, s);
+  accumulate(x.y, y.y, w, b, s);
+  accumulate(x.z, y.z, w, b, s);
+  accumulate(x.w, y.w, w, b, s);
+}
+
+// Thread t of T: its grid-stride share of the n points as float4s, two in flight, then the
+// n % 4 tail points one each to threads 0..2 (05's thread_sums).
+__device__ __forceinline__ Sums thread_sums(const float* __restrict__ x, const float* __restrict__ y, std::int64_t n,
+                                            float w, float b, std::int64_t t, std::int64_t T) {
+  Sums s{0.0f, 0.0f, 0.0f};
+  const std::int64_t n4 = n / 4;
+  const float4* x4 = reinterpret_cast<const float4*>(x);
+  const float4* y4 = reinterpret_cast<const float4*>(y);
+  std::int64_t i = t;
+  for (; i + T < n4; i += kUnroll * T) {
+    const float4 xa = x4[i], ya = y4[i], xb = x4[i + T], yb = y4[i + T];
+    accumulate4(xa, ya, w, b, s);
+    accumulate4(xb, yb, w, b, s);
+  }
+  if (i < n4) accumulate4(x4[i], y4[i], w, b, s);
+  const std::int64_t tail = 4 * n4 + t;
+  if (tail < n) accumulate(x[tail], y[tail], w, b, s);
+  return s;
+}
+
+__device__ __forceinline__ Sums warp_sums(Sums s) {
+  for (int offset = 16; offset > 0; offset /= 2) {
+    s.rr += __shfl_down_sync(0xffffffffu, s.rr, offset);
+    s.rx += __shfl_down_sync(0xffffffffu, s.rx, offset);
+    s.r += __shfl_down_sync(0xffffffffu, s.r, offset);
+  }
+  return s;
+}
+
+// The block's sums in thread 0, by a fixed tree; ends with a barrier so it can be called again.
+__device__ Sums block_sums(Sums s) {
+  __shared__ Sums warp_totals[kThreads / 32];
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  s = warp_sums(s);
+  if (lane == 0) warp_totals[warp] = s;
+  __syncthreads();
+  if (warp == 0) {
+    s = lane < kThreads / 32 ? warp_totals[lane] : Sums{0.0f, 0.0f, 0.0f};
+    s = warp_sums(s);
+  }
+  __syncthreads();
+  return s;
+}
+
+__global__ void make_shard_kernel(float* x, float* y, const float* noise, float sigma, std::int64_t start,
+                                  std::int64_t count) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    // Chapter 04's make_data_kernel at global index start + i: the same explicit roundings.
+    const float xi = __fmul_rn(static_cast<float>(start + i), kXStep);
+    float yi = __fadd_rn(__fmul_rn(kTrueW, xi), kTrueB);
+    if (noise != nullptr) yi = __fadd_rn(yi, __fmul_rn(sigma, noise[start + i]));
+    x[i] = xi;
+    y[i] = yi;
+  }
+}
+
+__global__ void set_params_kernel(float* params) {
+  params[0] = kInitialW;
+  params[1] = kInitialB;
+}
+
+// 05's fused_sums_kernel<true> without the step: every block writes its partials, the last block
+// to be counted adds them in block order into sums[0..2] and resets the counter.
+__global__ void __launch_bounds__(kThreads)
+    shard_sums_kernel(const float* __restrict__ x, const float* __restrict__ y, std::int64_t n, const float* params,
+                      float* partials, unsigned* done_count, float* sums) {
+  const float w = params[0];
+  const float b = params[1];
+  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const Sums s = block_sums(thread_sums(x, y, n, w, b, t, static_cast<std::int64_t>(gridDim.x) * blockDim.x));
+  const int stride = static_cast<int>(gridDim.x);
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = s.rr;
+    partials[stride + blockIdx.x] = s.rx;
+    partials[2 * stride + blockIdx.x] = s.r;
+  }
+  __shared__ bool is_last;
+  if (threadIdx.x == 0) {
+    __threadfence();  // release: this block's partials before its count
+    is_last = atomicAdd(done_count, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();  // acquire: every counted block's partials after the count
+  Sums total{0.0f, 0.0f, 0.0f};
+  for (int j = threadIdx.x; j < stride; j += blockDim.x) {
+    total.rr += __ldcg(partials + j);
+    total.rx += __ldcg(partials + stride + j);
+    total.r += __ldcg(partials + 2 * stride + j);
+  }
+  total = block_sums(total);
+  if (threadIdx.x == 0) {
+    sums[0] = total.rr;
+    sums[1] = total.rx;
+    sums[2] = total.r;
+    *done_count = 0;
+  }
+}
+
+// 05's apply_step on the all-reduced sums: the same float operations on every replica, so the
+// same bits of w and b everywhere.
+__global__ void step_kernel(const float* sums, float* params, float* losses, int epoch, float lr, float inv_n,
+                            float two_inv_n) {
+  losses[epoch] = sums[0] * inv_n;
+  const float grad_w = sums[1] * two_inv_n;
+  const float grad_b = sums[2] * two_inv_n;
+  params[0] -= lr * grad_w;
+  params[1] -= lr * grad_b;
+}
+
+__global__ void fill_kernel(float* data, std::size_t count, int rank) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    data[i] = static_cast<float>(i % 7 + 1 + rank);
+  }
+}
+
+__global__ void count_wrong_kernel(const float* data, std::size_t count, int ranks, unsigned long long* wrong) {
+  unsigned long long mine = 0;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    const float want = static_cast<float>(ranks * static_cast<int>(i % 7 + 1) + ranks * (ranks - 1) / 2);
+    if (data[i] != want) ++mine;
+  }
+  if (mine != 0) atomicAdd(wrong, mine);  // an integer count: any order gives the same total
+}
+
+int elementwise_blocks(std::int64_t n) {
+  return static_cast<int>(std::clamp<std::int64_t>(ceil_div(n, kThreads), 1, 4096));
+}
+
+// As 05's fused_blocks: enough blocks for kUnroll float4s per thread, at most one wave.
+int fused_blocks(std::int64_t n, int multiprocessors) {
+  const std::int64_t wanted = ceil_div(ceil_div(n, 4), static_cast<std::int64_t>(kThreads) * kUnroll);
+  return static_cast<int>(std::clamp<std::int64_t>(wanted, 1, static_cast<std::int64_t>(multiprocessors) * kBlocksPerSm));
+}
+
+}  // namespace
+
+Problem make_problem(const regression::Config& config) {
+  regression::validate(config);
+  Problem p;
+  p.config = config;
+  const regression::Split split = regression::split_of(config.points);
+  p.train_points = split.train;
+  p.test_points = split.test;
+  return p;
+}
+
+Replica::Replica(const Problem& problem, Shard train, Shard test, cudaStream_t stream)
+    : problem_(problem), train_(train), test_(test), stream_(stream) {
+  NvtxRange range("make shard");
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  int multiprocessors = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  blocks_ = fused_blocks(train.count, multiprocessors);
+  test_blocks_ = fused_blocks(test.count, multiprocessors);
+  // A buffer of each shard (never a pointer into a bigger one): 16-byte aligned for float4 loads.
+  x_ = DeviceBuffer<float>(std::max<std::int64_t>(train.count, 1));
+  y_ = DeviceBuffer<float>(std::max<std::int64_t>(train.count, 1));
+  test_x_ = DeviceBuffer<float>(std::max<std::int64_t>(test.count, 1));
+  test_y_ = DeviceBuffer<float>(std::max<std::int64_t>(test.count, 1));
+  partials_ = DeviceBuffer<float>(3 * static_cast<std::size_t>(std::max(blocks_, test_blocks_)));
+  sums_ = DeviceBuffer<float>(3);
+  test_sums_ = DeviceBuffer<float>(3);
+  params_ = DeviceBuffer<float>(2);
+  losses_ = DeviceBuffer<float>(problem.config.epochs);
+  done_count_ = DeviceBuffer<unsigned>(1);
+  CUDA_CHECK(cudaMemsetAsync(done_count_.data(), 0, done_count_.bytes(), stream_));
+  CUDA_CHECK(cudaMemsetAsync(sums_.data(), 0, sums_.bytes(), stream_));
+  CUDA_CHECK(cudaMemsetAsync(test_sums_.data(), 0, test_sums_.bytes(), stream_));
+  CUDA_CHECK(cudaMemsetAsync(losses_.data(), 0, losses_.bytes(), stream_));
+  CUDA_CHECK(cudaMemsetAsync(x_.data(), 0, x_.bytes(), stream_));  // empty shards stay initialised
+  CUDA_CHECK(cudaMemsetAsync(y_.data(), 0, y_.bytes(), stream_));
+  CUDA_CHECK(cudaMemsetAsync(test_x_.data(), 0, test_x_.bytes(), stream_));
+  CUDA_CHECK(cudaMemsetAsync(test_y_.data(), 0, test_y_.bytes(), stream_));
+
+  const regression::Config& c = problem.config;
+  DeviceBuffer<float> noise;
+  if (c.noise > 0.0) {
+    noise = DeviceBuffer<float>(static_cast<std::size_t>(ceil_div(c.points, 2) * 2));
+    CurandGenerator generator(RngLocation::kDevice, c.seed, stream_);
+    generator.normal(noise.data(), noise.size(), 0.0f, 1.0f);
+  }
+  const float sigma = static_cast<float>(c.noise);
+  for (const auto& [shard, xs, ys] : {std::tuple{train, x_.data(), y_.data()},
+                                      std::tuple{test, test_x_.data(), test_y_.data()}}) {
+    if (shard.count == 0) continue;
+    make_shard_kernel<<<elementwise_blocks(shard.count), kThreads, 0, stream_>>>(xs, ys, noise.data(), sigma,
+                                                                                 shard.start, shard.count);
+    CUDA_CHECK_LAUNCH();
+  }
+  enqueue_reset();
+  CUDA_CHECK(cudaStreamSynchronize(stream_));  // the noise buffer is freed next
+}
+
+void Replica::enqueue_reset() {
+  set_params_kernel<<<1, 1, 0, stream_>>>(params_.data());
+  CUDA_CHECK_LAUNCH();
+}
+
+void Replica::enqueue_sums() {
+  shard_sums_kernel<<<blocks_, kThreads, 0, stream_>>>(x_.data(), y_.data(), train_.count, params_.data(),
+                                                       partials_.data(), done_count_.data(), sums_.data());
+  CUDA_CHECK_LAUNCH();
+}
+
+void Replica::enqueue_step(int epoch) {
+  const std::int64_t n = problem_.train_points;
+  step_kernel<<<1, 1, 0, stream_>>>(sums_.data(), params_.data(), losses_.data(), epoch,
+                                    static_cast<float>(problem_.config.lr), static_cast<float>(1.0 / n),
+                                    static_cast<float>(2.0 / n));
+  CUDA_CHECK_LAUNCH();
+}
+
+void Replica::enqueue_test_sums() {
+  shard_sums_kernel<<<test_blocks_, kThreads, 0, stream_>>>(test_x_.data(), test_y_.data(), test_.count,
+                                                            params_.data(), partials_.data(), done_count_.data(),
+                                                            test_sums_.data());
+  CUDA_CHECK_LAUNCH();
+}
+
+Replica::Result Replica::read(int epochs) const {
+  Result r;
+  float params[2] = {0.0f, 0.0f};
+  float test[3] = {0.0f, 0.0f, 0.0f};
+  r.losses.resize(static_cast<std::size_t>(epochs));
+  CUDA_CHECK(cudaMemcpy(params, params_.data(), sizeof params, cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(test, test_sums_.data(), sizeof test, cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(r.losses.data(), losses_.data(), r.losses.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  r.w = params[0];
+  r.b = params[1];
+  r.test_sum = test[0];
+  return r;
+}
+
+void launch_fill_allreduce_input(float* data, std::size_t count, int rank, cudaStream_t stream) {
+  fill_kernel<<<elementwise_blocks(static_cast<std::int64_t>(count)), kThreads, 0, stream>>>(data, count, rank);
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_count_wrong(const float* data, std::size_t count, int ranks, unsigned long long* wrong,
+                        cudaStream_t stream) {
+  count_wrong_kernel<<<elementwise_blocks(static_cast<std::int64_t>(count)), kThreads, 0, stream>>>(data, count,
+                                                                                                      ranks, wrong);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace workbook::multi_gpu

@@ -1,0 +1,137 @@
+// nccl_comm.cpp: non-blocking communicators, bounded waits, abort, and the unique id as hex.
+#include "nccl_comm.h"
+
+#include "cuda_check.h"
+
+#include <chrono>
+#include <cstring>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+namespace workbook::multi_gpu {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Clock::time_point deadline_after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+std::string seconds(double s) {
+  std::ostringstream text;
+  text << s << " s";
+  return text.str();
+}
+
+std::string last_error_text(ncclComm_t comm) {
+  const char* text = ncclGetLastError(comm);
+  return text != nullptr && *text != '\0' ? std::string(": ") + text : std::string();
+}
+
+}  // namespace
+
+std::string encode_unique_id(const ncclUniqueId& id) { return to_hex(id.internal, sizeof id.internal); }
+
+ncclUniqueId decode_unique_id(const std::string& hex) {
+  ncclUniqueId id;
+  from_hex(hex, id.internal, sizeof id.internal);
+  return id;
+}
+
+Communicator Communicator::init_rank(const ncclUniqueId& id, int ranks, int rank, const Watch& watch) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;  // every call returns at once; the host polls (see the header)
+  Communicator c;
+  const ncclResult_t result = ncclCommInitRankConfig(&c.comm_, ranks, id, rank, &config);
+  if (result != ncclSuccess && result != ncclInProgress) {
+    const std::string why = watch.who + ": ncclCommInitRankConfig failed: " + ncclGetErrorString(result) +
+                            last_error_text(c.comm_);
+    c.abort();
+    throw NcclError(result, why);
+  }
+  c.wait_ready("communicator init (waiting for every rank to join)", watch);
+  return c;
+}
+
+Communicator::Communicator(Communicator&& other) noexcept : comm_(std::exchange(other.comm_, nullptr)) {}
+
+Communicator& Communicator::operator=(Communicator&& other) noexcept {
+  if (this != &other) {
+    abort();
+    comm_ = std::exchange(other.comm_, nullptr);
+  }
+  return *this;
+}
+
+void Communicator::abort() noexcept {
+  if (comm_ != nullptr) (void)ncclCommAbort(std::exchange(comm_, nullptr));
+}
+
+void Communicator::fail(const std::string& why) {
+  abort();  // stops this rank's NCCL kernels that would otherwise wait for the peer forever
+  throw CommunicatorAborted(why + "; communicator aborted");
+}
+
+// Polls until the communicator has no operation in progress. Each loop: NCCL's asynchronous
+// state, then the launcher's pipe, then the clock.
+void Communicator::wait_ready(const std::string& what, const Watch& watch) {
+  const auto deadline = deadline_after(watch.timeout_s);
+  while (true) {
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t queried = ncclCommGetAsyncError(comm_, &state);
+    if (queried != ncclSuccess) state = queried;
+    if (state == ncclSuccess) return;
+    if (state != ncclInProgress) {
+      fail(watch.who + ": " + what + ": NCCL reports " + ncclGetErrorString(state) + last_error_text(comm_));
+    }
+    if (watch.control != nullptr) {
+      if (auto message = watch.control->poll()) fail(watch.who + ": stopping in " + what + ": " + *message);
+    }
+    if (Clock::now() > deadline) {
+      fail(watch.who + ": no progress for " + seconds(watch.timeout_s) + " in " + what +
+           " (a peer rank failed or hangs)");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+void Communicator::call(ncclResult_t result, const std::string& what, const Watch& watch) {
+  if (result == ncclSuccess) return;
+  if (result == ncclInProgress) return wait_ready(what, watch);
+  fail(watch.who + ": " + what + " failed: " + ncclGetErrorString(result) + last_error_text(comm_));
+}
+
+void Communicator::wait_event(cudaEvent_t event, const std::string& what, const Watch& watch) {
+  const auto deadline = deadline_after(watch.timeout_s);
+  for (long spins = 0;; ++spins) {
+    const cudaError_t status = cudaEventQuery(event);
+    if (status == cudaSuccess) return;
+    if (status != cudaErrorNotReady) CUDA_CHECK(status);
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t queried = ncclCommGetAsyncError(comm_, &state);
+    if (queried != ncclSuccess) state = queried;
+    if (state != ncclSuccess && state != ncclInProgress) {
+      fail(watch.who + ": " + what + ": NCCL reports " + ncclGetErrorString(state) + last_error_text(comm_));
+    }
+    if (watch.control != nullptr) {
+      if (auto message = watch.control->poll()) fail(watch.who + ": stopping in " + what + ": " + *message);
+    }
+    if (Clock::now() > deadline) {
+      fail(watch.who + ": no progress for " + seconds(watch.timeout_s) + " in " + what +
+           " (a peer rank failed or hangs)");
+    }
+    // Spin for the first ~1000 polls (an epoch is tens of microseconds), then back off.
+    if (spins < 1000) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+void Communicator::finalize(const Watch& watch) {
+  if (comm_ == nullptr) return;
+  call(ncclCommFinalize(comm_), "communicator finalize", watch);
+  wait_ready("communicator finalize", watch);
+  NCCL_CHECK(ncclCommDestroy(std::exchange(comm_, nullptr)));
+}
+
+}  // namespace workbook::multi_gpu

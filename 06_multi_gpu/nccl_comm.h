@@ -1,0 +1,78 @@
+// nccl_comm.h: an owner of one NCCL communicator, and waits that never hang.
+//
+//   Watch watch{30.0, &control, "rank 1"};                         // bound, launcher pipe, name
+//   Communicator comm = Communicator::init_rank(id, ranks, rank, watch);   // non-blocking init
+//   comm.call(ncclAllReduce(buf, buf, 3, ncclFloat, ncclSum, comm.get(), stream), "all-reduce", watch);
+//   comm.wait_event(epoch_done, "epoch 7", watch);   // polls the GPU, NCCL's async error, the pipe
+//   comm.finalize(watch);                             // flush, then destroy
+//
+// A communicator made with ncclConfig_t::blocking = 0 returns from every call at once; the host
+// then polls ncclCommGetAsyncError. That is what makes a bounded wait possible: when a peer rank
+// dies, its partners' all-reduce kernels spin forever on the GPU, and only ncclCommAbort (from
+// the host) stops them. Every wait here gives up after `timeout_s` without progress, or at once
+// when the launcher reports a failed rank, by aborting the communicator and throwing
+// CommunicatorAborted naming why. The destructor aborts a communicator that was not finalized.
+#pragma once
+
+#include "launcher.h"
+#include "nccl_check.h"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace workbook::multi_gpu {
+
+struct Watch {
+  double timeout_s = 30.0;           // the longest wait without progress
+  ControlChannel* control = nullptr;  // the launcher's pipe, if any
+  std::string who = "rank 0";         // names this process in messages
+};
+
+class CommunicatorAborted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The unique id as 256 hex characters, and back (throws std::invalid_argument).
+std::string encode_unique_id(const ncclUniqueId& id);
+ncclUniqueId decode_unique_id(const std::string& hex);
+
+class Communicator {
+ public:
+  Communicator() = default;
+  // Owns a communicator made elsewhere (ncclCommInitAll: blocking).
+  explicit Communicator(ncclComm_t comm) : comm_(comm) {}
+  // Rank `rank` of `ranks`, non-blocking, on the current device; waits for the init under `watch`.
+  static Communicator init_rank(const ncclUniqueId& id, int ranks, int rank, const Watch& watch);
+
+  ~Communicator() { abort(); }
+  Communicator(Communicator&& other) noexcept;
+  Communicator& operator=(Communicator&& other) noexcept;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  ncclComm_t get() const { return comm_; }
+  ncclComm_t release() noexcept { return std::exchange(comm_, nullptr); }  // the caller destroys it
+
+  // Checks the result of an NCCL call on this communicator: ncclSuccess goes on, ncclInProgress
+  // waits under `watch` until the call is done, anything else aborts and throws.
+  void call(ncclResult_t result, const std::string& what, const Watch& watch);
+  // Waits until `event` has completed on the GPU, polling as described above.
+  void wait_event(cudaEvent_t event, const std::string& what, const Watch& watch);
+  // ncclCommFinalize (waits under `watch`), then ncclCommDestroy.
+  void finalize(const Watch& watch);
+  // Stops every operation in flight and frees the communicator; never throws.
+  void abort() noexcept;
+
+ private:
+  [[noreturn]] void fail(const std::string& why);
+  void wait_ready(const std::string& what, const Watch& watch);
+
+  ncclComm_t comm_ = nullptr;
+};
+
+}  // namespace workbook::multi_gpu

@@ -1,0 +1,165 @@
+// plan.cpp: shards, bandwidth arithmetic, sizes, rank-to-GPU mapping, hex, list parsing.
+#include "plan.h"
+
+#include "exit_codes.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <sstream>
+#include <stdexcept>
+
+namespace workbook::multi_gpu {
+
+Shard shard_of(std::int64_t total, int ranks, int rank, std::int64_t first) {
+  if (ranks < 1 || rank < 0 || rank >= ranks || total < 0) {
+    throw std::invalid_argument("shard_of: rank " + std::to_string(rank) + " of " + std::to_string(ranks) +
+                                " over " + std::to_string(total) + " points");
+  }
+  const std::int64_t base = total / ranks;
+  const std::int64_t extra = total % ranks;  // the first `extra` ranks take one more point
+  Shard s;
+  s.start = first + rank * base + std::min<std::int64_t>(rank, extra);
+  s.count = base + (rank < extra ? 1 : 0);
+  return s;
+}
+
+double algorithm_bandwidth_gbps(double bytes, double milliseconds) { return bytes / (milliseconds * 1e6); }
+
+double bus_factor(int ranks) { return ranks <= 1 ? 0.0 : 2.0 * (ranks - 1) / ranks; }
+
+double bus_bandwidth(double algbw, int ranks) { return algbw * bus_factor(ranks); }
+
+std::vector<std::size_t> allreduce_sizes(std::size_t min_bytes, std::size_t max_bytes, int factor) {
+  if (min_bytes < 4 || min_bytes % 4 != 0 || max_bytes < min_bytes || max_bytes % 4 != 0 || factor < 2) {
+    throw std::invalid_argument("allreduce_sizes: sizes must be multiples of 4 bytes, min <= max, factor >= 2");
+  }
+  std::vector<std::size_t> sizes;
+  for (std::size_t s = min_bytes; s <= max_bytes; s *= static_cast<std::size_t>(factor)) {
+    sizes.push_back(s);
+    if (s > max_bytes / static_cast<std::size_t>(factor)) break;  // the next step would overflow past max
+  }
+  if (sizes.back() != max_bytes) sizes.push_back(max_bytes);
+  return sizes;
+}
+
+int device_for_local_rank(int local_rank, int first_device, int device_count) {
+  if (local_rank < 0) throw std::invalid_argument("device_for_local_rank: negative local rank");
+  const int device = first_device + local_rank;
+  if (device >= device_count) {
+    throw NoGpuError("local rank " + std::to_string(local_rank) + " needs GPU " + std::to_string(device) +
+                     " (one GPU per rank, from --device " + std::to_string(first_device) + ") but this node has " +
+                     std::to_string(device_count));
+  }
+  return device;
+}
+
+std::optional<int> local_rank_from_environment(EnvLookup getenv_fn) {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"}) {
+    const char* value = getenv_fn(name);
+    if (value == nullptr || *value == '\0') continue;
+    char* end = nullptr;
+    const long v = std::strtol(value, &end, 10);
+    if (*end != '\0' || v < 0 || v > 1'000'000) {
+      throw std::invalid_argument(std::string(name) + "='" + value + "' is not a local rank");
+    }
+    return static_cast<int>(v);
+  }
+  return std::nullopt;
+}
+
+const char* process_environment(const char* name) { return std::getenv(name); }
+
+std::string to_hex(const void* bytes, std::size_t count) {
+  static const char digits[] = "0123456789abcdef";
+  const auto* p = static_cast<const unsigned char*>(bytes);
+  std::string hex(2 * count, '0');
+  for (std::size_t i = 0; i < count; ++i) {
+    hex[2 * i] = digits[p[i] >> 4];
+    hex[2 * i + 1] = digits[p[i] & 15];
+  }
+  return hex;
+}
+
+void from_hex(const std::string& hex, void* bytes, std::size_t count) {
+  if (hex.size() != 2 * count) {
+    throw std::invalid_argument("hex text has " + std::to_string(hex.size()) + " characters, want " +
+                                std::to_string(2 * count));
+  }
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    throw std::invalid_argument(std::string("'") + c + "' is not a hex digit");
+  };
+  auto* p = static_cast<unsigned char*>(bytes);
+  for (std::size_t i = 0; i < count; ++i) {
+    p[i] = static_cast<unsigned char>(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
+  }
+}
+
+namespace {
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream s(text);
+  std::string part;
+  while (std::getline(s, part, ',')) parts.push_back(part);
+  if (!text.empty() && text.back() == ',') parts.emplace_back();
+  return parts;
+}
+
+// Digits with an optional K or M suffix; nullopt when the text is not that.
+std::optional<std::int64_t> parse_count(const std::string& part) {
+  std::size_t digits = 0;
+  while (digits < part.size() && std::isdigit(static_cast<unsigned char>(part[digits]))) ++digits;
+  if (digits == 0 || digits > 12) return std::nullopt;
+  std::int64_t value = std::stoll(part.substr(0, digits));
+  const std::string suffix = part.substr(digits);
+  if (suffix == "K" || suffix == "k") value *= 1'000;
+  else if (suffix == "M" || suffix == "m") value *= 1'000'000;
+  else if (!suffix.empty()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+std::vector<int> parse_int_list(const std::string& text, const char* flag) {
+  std::vector<int> values;
+  for (const std::string& part : split_commas(text)) {
+    const auto v = parse_count(part);
+    if (!v || *v < 1 || *v > 1024 || part.find_first_not_of("0123456789") != std::string::npos) {
+      throw UsageError(std::string(flag) + ": '" + part + "' is not a count from 1 to 1024 (use e.g. 1,2,4)");
+    }
+    values.push_back(static_cast<int>(*v));
+  }
+  if (values.empty()) throw UsageError(std::string(flag) + " needs at least one value");
+  return values;
+}
+
+std::vector<std::int64_t> parse_point_list(const std::string& text, const char* flag) {
+  std::vector<std::int64_t> values;
+  for (const std::string& part : split_commas(text)) {
+    const auto v = parse_count(part);
+    if (!v || *v < 2 || *v > 2'000'000'000) {
+      throw UsageError(std::string(flag) + ": '" + part + "' is not a point count from 2 to 2e9 (use e.g. 5M,100M)");
+    }
+    values.push_back(*v);
+  }
+  if (values.empty()) throw UsageError(std::string(flag) + " needs at least one value");
+  return values;
+}
+
+std::vector<int> usable_gpu_counts(const std::vector<int>& wanted, int available) {
+  std::vector<int> counts;
+  for (int n : wanted) {
+    if (n <= available && std::find(counts.begin(), counts.end(), n) == counts.end()) counts.push_back(n);
+  }
+  return counts;
+}
+
+double weak_efficiency(double t1, double tn) { return tn > 0 ? t1 / tn : 0.0; }
+
+double strong_efficiency(double t1, double tn, int gpus) { return tn > 0 && gpus > 0 ? t1 / (gpus * tn) : 0.0; }
+
+}  // namespace workbook::multi_gpu

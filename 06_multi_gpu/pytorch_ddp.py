@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""pytorch_ddp.py: the PyTorch side of chapter 06: chapter 04's regression with DistributedDataParallel.
+
+One process per GPU (torch.multiprocessing.spawn), backend NCCL, nn.Linear(1, 1) wrapped in DDP,
+full-batch MSE + SGD on each rank's contiguous shard of the global dataset (X = i * 2e-6,
+y = 0.7 X + 0.3, first 80% train; shards as multi_gpu's shard_of: remainders to the lowest ranks).
+DDP averages gradients over ranks, so each rank's loss is scaled by world * n_rank / n: the
+average is then exactly the full-batch MSE gradient, as in the C++ program. Learning rate as
+chapter 05: 0.01 up to 5M points, scaled by (5M/N)^2 above.
+
+Timing as the C++ program: one checked run (also the warm-up), then --repeats runs of the epoch
+loop between two CUDA events, no host synchronization inside; the slowest rank's median is
+reported. Writes the C++ program's JSON fields (us_per_epoch, training_ms, w, b, ...).
+
+    python3 pytorch_ddp.py --nproc 2 --points 5000000 --json ddp.json
+    python3 pytorch_ddp.py --scaling --strong 5M,100M --weak 100M --json pytorch_scaling.json
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+
+# NVLink multicast stays off in every process (see the machine notes); set before torch loads NCCL.
+for name, value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")):
+    os.environ[name] = value
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+from torch import nn  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+
+ARTICLE_POINTS = 5_000_000
+
+
+def lr_for(points, lr=None):
+    if lr is not None:
+        return lr
+    return 0.01 if points <= ARTICLE_POINTS else 0.01 * (ARTICLE_POINTS / points) ** 2
+
+
+def shard_of(total, ranks, rank, first=0):
+    base, extra = divmod(total, ranks)
+    return first + rank * base + min(rank, extra), base + (1 if rank < extra else 0)
+
+
+def make_shard(start, count, device):
+    # float(i) rounded to nearest, then two float32 roundings per y, as the C++ data kernel.
+    x = torch.arange(start, start + count, dtype=torch.int64, device=device).to(torch.float32) * 2e-6
+    y = x * 0.7 + 0.3
+    return x[:, None], y[:, None]
+
+
+def worker(rank, world, args, port, queue):
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    device = torch.device("cuda", rank)
+    torch.cuda.set_device(device)
+    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=device)
+    points = args.points
+    train = points // 5 * 4 + points % 5 * 4 // 5
+    start, count = shard_of(train, world, rank)
+    x, y = make_shard(start, count, device)
+    lr = lr_for(points, args.lr)
+    scale = world * count / train  # DDP averages: this makes the average the full-batch gradient
+
+    def run():
+        model = nn.Linear(1, 1).to(device)
+        with torch.no_grad():
+            model.weight.fill_(0.83)
+            model.bias.fill_(0.7645)
+        ddp = DDP(model, device_ids=[rank])
+        opt = torch.optim.SGD(ddp.parameters(), lr=lr)
+        loss_fn = nn.MSELoss()
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        dist.barrier()
+        begin.record()
+        for _ in range(args.epochs):
+            opt.zero_grad(set_to_none=True)
+            loss = loss_fn(ddp(x), y) * scale
+            loss.backward()  # DDP's hook all-reduces the gradient bucket here
+            opt.step()
+        end.record()
+        torch.cuda.synchronize()
+        return begin.elapsed_time(end), model
+
+    run()  # warm-up (cuBLAS handles, NCCL connections, DDP buckets)
+    times = []
+    for _ in range(args.repeats):
+        ms, model = run()
+        times.append(ms)
+    median = statistics.median(times)
+    row = torch.tensor([median, min(times), max(times), model.weight.item(), model.bias.item()],
+                       dtype=torch.float64, device=device)
+    rows = [torch.zeros_like(row) for _ in range(world)]
+    dist.all_gather(rows, row)
+    if rank == 0:
+        queue.put([r.tolist() for r in rows])
+    dist.destroy_process_group()
+
+
+def measure(points, nproc, args):
+    args = argparse.Namespace(**vars(args))
+    args.points = points
+    ctx = mp.get_context("spawn")
+    queue = ctx.SimpleQueue()
+    port = 29500 + (os.getpid() + points + nproc) % 2000
+    mp.spawn(worker, args=(nproc, args, port, queue), nprocs=nproc, join=True)
+    rows = queue.get()
+    slowest = max(rows, key=lambda r: r[0])
+    same = all(r[3] == rows[0][3] and r[4] == rows[0][4] for r in rows)
+    return {
+        "implementation": "pytorch_ddp",
+        "mode": "ddp",
+        "ranks": nproc,
+        "points": points,
+        "epochs": args.epochs,
+        "lr": lr_for(points, args.lr),
+        "training_ms": {"median": slowest[0], "min": slowest[1], "max": slowest[2], "repeats": args.repeats},
+        "us_per_epoch": 1e3 * slowest[0] / args.epochs,
+        "w": rows[0][3],
+        "b": rows[0][4],
+        "bit_identical": same,
+    }
+
+
+def parse_points(text):
+    out = []
+    for part in text.split(","):
+        scale = {"K": 1_000, "M": 1_000_000}.get(part[-1:].upper(), 1)
+        out.append(int(part[:-1] if scale > 1 else part) * scale)
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--nproc", type=int, default=torch.cuda.device_count())
+    p.add_argument("--points", type=int, default=5_000_000)
+    p.add_argument("--epochs", type=int, default=200)
+    p.add_argument("--lr", type=float, default=None)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--scaling", action="store_true", help="strong and weak scaling over --gpu-counts")
+    p.add_argument("--strong", default="5M,100M")
+    p.add_argument("--weak", default="100M")
+    p.add_argument("--gpu-counts", default="1,2,4")
+    p.add_argument("--json", default=None)
+    args = p.parse_args()
+    gpus = torch.cuda.device_count()
+    if gpus == 0:
+        print("pytorch_ddp.py needs a CUDA GPU")
+        return 77
+    if not args.scaling:
+        if args.nproc > gpus:
+            print(f"--nproc {args.nproc} needs {args.nproc} GPUs; this machine has {gpus}")
+            return 77
+        result = measure(args.points, args.nproc, args)
+        print(f"PyTorch DDP, {args.nproc} ranks, {args.points} points, {args.epochs} epochs: "
+              f"{result['us_per_epoch']:.2f} us per epoch (median of {args.repeats}); w {result['w']:.9g}, "
+              f"b {result['b']:.9g}, ranks bit-identical: {result['bit_identical']}")
+        out = {"pytorch_ddp": result}
+    else:
+        counts = [n for n in (int(c) for c in args.gpu_counts.split(",")) if n <= gpus]
+        rows = []
+        print("  kind      points  GPUs   epoch us  efficiency")
+        for kind, sizes in (("strong", parse_points(args.strong)), ("weak", parse_points(args.weak))):
+            for size in sizes:
+                t1 = None
+                for n in counts:
+                    points = size if kind == "strong" else size * n
+                    r = measure(points, n, args)
+                    us = r["us_per_epoch"]
+                    t1 = us if n == 1 else t1
+                    eff = (t1 / (n * us) if kind == "strong" else t1 / us) if t1 else 0.0
+                    r.update({"kind": kind, "gpus": n, "points_per_gpu": points // n, "efficiency": eff})
+                    rows.append(r)
+                    print(f"  {kind:7} {points:10} {n:5} {us:10.2f} {100 * eff:10.1f}%", flush=True)
+        out = {"scaling": {"gpu_counts": counts, "rows": rows}}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

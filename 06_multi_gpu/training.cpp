@@ -1,0 +1,356 @@
+// training.cpp: the DataParallel and DistributedDataParallel analogs, and their checks.
+#include "training.h"
+
+#include "cuda_check.h"
+#include "fused_kernels.cuh"
+#include "linear_regression.cuh"
+#include "nvtx.h"
+#include "stream.h"
+#include "sweep.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+namespace workbook::multi_gpu {
+namespace {
+
+// How many epochs the host may run ahead of the GPU in the DDP loop before it waits (polling):
+// enough that the GPU never starves, few enough that a hang is seen within an epoch or two.
+constexpr int kEpochsInFlight = 4;
+
+// Events around the three phases of every epoch, on one device.
+struct EpochMarks {
+  std::vector<Event> before_sums, after_sums, after_allreduce, after_step;
+  Event start{EventTiming::kEnabled}, stop{EventTiming::kEnabled};
+  explicit EpochMarks(int epochs) {
+    for (int e = 0; e < epochs; ++e) {
+      before_sums.emplace_back(EventTiming::kEnabled);
+      after_sums.emplace_back(EventTiming::kEnabled);
+      after_allreduce.emplace_back(EventTiming::kEnabled);
+      after_step.emplace_back(EventTiming::kEnabled);
+    }
+  }
+  // Per-epoch medians (microseconds) of compute (sums + step) and all-reduce, of the last run.
+  void summarize(EpochTiming& t) const {
+    std::vector<double> compute, allreduce;
+    for (std::size_t e = 0; e < before_sums.size(); ++e) {
+      compute.push_back(1e3 * (elapsed_ms(before_sums[e], after_sums[e]) + elapsed_ms(after_allreduce[e], after_step[e])));
+      allreduce.push_back(1e3 * elapsed_ms(after_sums[e], after_allreduce[e]));
+    }
+    t.compute_us = summarize_samples(compute);
+    t.allreduce_us = summarize_samples(allreduce);
+  }
+  static double summarize_samples(std::vector<double> v) { return workbook::summarize(std::move(v)).median; }
+};
+
+double relative_error(double got, double want) {
+  return want == 0.0 ? std::fabs(got) : std::fabs(got - want) / std::fabs(want);
+}
+
+void finish_timing(EpochTiming& t, std::vector<double> runs_ms, int epochs) {
+  t.training_ms = summarize(std::move(runs_ms));
+  t.epoch_us = 1e3 * t.training_ms.median / epochs;
+}
+
+}  // namespace
+
+double effective_lr(std::optional<double> lr, std::int64_t points) {
+  return lr ? *lr : fused::sweep_lr(regression::Config{}.lr, points);
+}
+
+bool ParallelRun::bit_identical() const {
+  for (const RankResult& r : ranks) {
+    if (r.w != ranks.front().w || r.b != ranks.front().b || r.test_mse != ranks.front().test_mse) return false;
+  }
+  return true;
+}
+
+const RankResult& ParallelRun::slowest() const {
+  return *std::max_element(ranks.begin(), ranks.end(), [](const RankResult& a, const RankResult& b) {
+    return a.timing.training_ms.median < b.timing.training_ms.median;
+  });
+}
+
+ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& devices, int repeats) {
+  NvtxRange range("data parallel");
+  const int count = static_cast<int>(devices.size());
+  const int epochs = problem.config.epochs;
+  // The plan of each device: its stream, replica and events, all made with that device current.
+  struct Plan {
+    int device = 0;
+    std::unique_ptr<Stream> stream;
+    std::unique_ptr<Replica> replica;
+    std::unique_ptr<EpochMarks> marks;
+    std::vector<double> runs_ms;
+  };
+  std::vector<Plan> plans(devices.size());
+  for (int d = 0; d < count; ++d) {
+    Plan& p = plans[d];
+    p.device = devices[d];
+    CUDA_CHECK(cudaSetDevice(p.device));
+    p.stream = std::make_unique<Stream>();
+    p.replica = std::make_unique<Replica>(problem, shard_of(problem.train_points, count, d),
+                                          shard_of(problem.test_points, count, d, problem.train_points),
+                                          p.stream->get());
+    p.marks = std::make_unique<EpochMarks>(epochs);
+  }
+  // One communicator per device, all made by this thread in one call.
+  std::vector<ncclComm_t> raw(devices.size(), nullptr);
+  NCCL_CHECK(ncclCommInitAll(raw.data(), count, devices.data()));
+  std::vector<Communicator> comms;
+  for (ncclComm_t c : raw) comms.emplace_back(c);
+
+  auto set = [&](const Plan& p) { CUDA_CHECK(cudaSetDevice(p.device)); };
+  auto all_reduce = [&](auto buffer_of) {
+    NCCL_CHECK(ncclGroupStart());  // one collective across the devices of this thread
+    for (int d = 0; d < count; ++d) {
+      float* buffer = buffer_of(*plans[d].replica);
+      NCCL_CHECK(ncclAllReduce(buffer, buffer, 3, ncclFloat, ncclSum, comms[d].get(), plans[d].stream->get()));
+    }
+    NCCL_CHECK(ncclGroupEnd());
+  };
+  // One run: every epoch queued on every device; the host waits only at the end.
+  auto run = [&] {
+    for (Plan& p : plans) {
+      set(p);
+      p.replica->enqueue_reset();
+      p.marks->start.record(p.stream->get());
+    }
+    for (int e = 0; e < epochs; ++e) {
+      for (Plan& p : plans) {
+        set(p);
+        p.marks->before_sums[e].record(p.stream->get());
+        p.replica->enqueue_sums();
+        p.marks->after_sums[e].record(p.stream->get());
+      }
+      all_reduce([](Replica& r) { return r.sums(); });
+      for (Plan& p : plans) {
+        set(p);
+        p.marks->after_allreduce[e].record(p.stream->get());
+        p.replica->enqueue_step(e);
+        p.marks->after_step[e].record(p.stream->get());
+      }
+    }
+    for (Plan& p : plans) {
+      set(p);
+      p.marks->stop.record(p.stream->get());
+    }
+    for (Plan& p : plans) {
+      set(p);
+      p.stream->synchronize();
+      p.runs_ms.push_back(elapsed_ms(p.marks->start, p.marks->stop));
+    }
+  };
+  run();  // the checked run, also the warm-up
+  for (Plan& p : plans) p.runs_ms.clear();
+  for (int i = 0; i < repeats; ++i) run();
+
+  // The test loss: each device's test shard, all-reduced like the gradient sums.
+  for (Plan& p : plans) {
+    set(p);
+    p.replica->enqueue_test_sums();
+  }
+  all_reduce([](Replica& r) { return r.test_sums(); });
+  ParallelRun out;
+  out.mode = "dp";
+  for (int d = 0; d < count; ++d) {
+    Plan& p = plans[d];
+    set(p);
+    p.stream->synchronize();
+    const Replica::Result r = p.replica->read(epochs);
+    RankResult rr;
+    rr.rank = d;
+    rr.device = p.device;
+    rr.w = r.w;
+    rr.b = r.b;
+    rr.test_mse = r.test_sum * static_cast<float>(1.0 / problem.test_points);
+    rr.shard_points = p.replica->train_shard().count;
+    finish_timing(rr.timing, p.runs_ms, epochs);
+    p.marks->summarize(rr.timing);
+    out.ranks.push_back(rr);
+    if (d == 0) out.losses = r.losses;
+  }
+  for (Communicator& c : comms) NCCL_CHECK(ncclCommDestroy(c.release()));
+  CUDA_CHECK(cudaSetDevice(devices.front()));
+  return out;
+}
+
+ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& s, int repeats) {
+  NvtxRange range("distributed data parallel");
+  const int epochs = problem.config.epochs;
+  const Watch& watch = s.watch;
+  CUDA_CHECK(cudaSetDevice(s.device));
+  Stream stream;
+  Replica replica(problem, shard_of(problem.train_points, s.world_size, s.rank),
+                  shard_of(problem.test_points, s.world_size, s.rank, problem.train_points), stream.get());
+  EpochMarks marks(epochs);
+  Communicator comm = Communicator::init_rank(s.id, s.world_size, s.rank, watch);
+  const cudaStream_t st = stream.get();
+
+  auto run = [&](bool first) {
+    replica.enqueue_reset();
+    marks.start.record(st);
+    for (int e = 0; e < epochs; ++e) {
+      if (first && s.rank == s.fail_rank && e == s.fail_epoch) {
+        throw InjectedFault(watch.who + ": injected fault at epoch " + std::to_string(e) + " (--fail-rank " +
+                            std::to_string(s.fail_rank) + " --fail-epoch " + std::to_string(s.fail_epoch) +
+                            "): leaving without joining the all-reduce");
+      }
+      marks.before_sums[e].record(st);
+      replica.enqueue_sums();
+      marks.after_sums[e].record(st);
+      comm.call(ncclAllReduce(replica.sums(), replica.sums(), 3, ncclFloat, ncclSum, comm.get(), st), "all-reduce",
+                watch);
+      marks.after_allreduce[e].record(st);
+      replica.enqueue_step(e);
+      marks.after_step[e].record(st);
+      // Stay at most kEpochsInFlight epochs ahead of the GPU, and notice a stuck all-reduce.
+      if (e >= kEpochsInFlight) {
+        comm.wait_event(marks.after_step[e - kEpochsInFlight].get(),
+                        "epoch " + std::to_string(e - kEpochsInFlight), watch);
+      }
+    }
+    marks.stop.record(st);
+    comm.wait_event(marks.stop.get(), "the last epochs", watch);
+    return static_cast<double>(elapsed_ms(marks.start, marks.stop));
+  };
+  run(true);  // the checked run, also the warm-up
+  std::vector<double> runs_ms;
+  for (int i = 0; i < repeats; ++i) runs_ms.push_back(run(false));
+
+  replica.enqueue_test_sums();
+  comm.call(ncclAllReduce(replica.test_sums(), replica.test_sums(), 3, ncclFloat, ncclSum, comm.get(), st),
+            "test all-reduce", watch);
+  Event done;
+  done.record(st);
+  comm.wait_event(done.get(), "the test all-reduce", watch);
+  const Replica::Result r = replica.read(epochs);
+
+  RankResult mine;
+  mine.rank = s.rank;
+  mine.device = s.device;
+  mine.w = r.w;
+  mine.b = r.b;
+  mine.test_mse = r.test_sum * static_cast<float>(1.0 / problem.test_points);
+  mine.shard_points = replica.train_shard().count;
+  finish_timing(mine.timing, runs_ms, epochs);
+  marks.summarize(mine.timing);
+
+  // Every rank's numbers to every rank: one all-gather of a few doubles each (w and b as floats
+  // widened exactly, so their bits survive).
+  constexpr int kFields = 10;
+  const double fields[kFields] = {static_cast<double>(mine.rank), static_cast<double>(mine.device), mine.w, mine.b,
+                                  mine.test_mse, mine.timing.training_ms.median, mine.timing.training_ms.min,
+                                  mine.timing.training_ms.max, mine.timing.compute_us, mine.timing.allreduce_us};
+  // Pinned host memory: a copy from pageable memory would block the host outside the watch.
+  PinnedBuffer<double> host_fields(kFields), all(static_cast<std::size_t>(kFields) * s.world_size);
+  std::copy(fields, fields + kFields, host_fields.data());
+  DeviceBuffer<double> send(kFields), gathered(all.size());
+  CUDA_CHECK(cudaMemcpyAsync(send.data(), host_fields.data(), send.bytes(), cudaMemcpyHostToDevice, st));
+  comm.call(ncclAllGather(send.data(), gathered.data(), kFields, ncclFloat64, comm.get(), st), "result all-gather",
+            watch);
+  CUDA_CHECK(cudaMemcpyAsync(all.data(), gathered.data(), gathered.bytes(), cudaMemcpyDeviceToHost, st));
+  done.record(st);
+  comm.wait_event(done.get(), "the result all-gather", watch);
+  comm.finalize(watch);
+
+  ParallelRun out;
+  out.mode = "ddp";
+  out.losses = r.losses;  // every rank's losses are the same bits; this rank's stand for all
+  for (int k = 0; k < s.world_size; ++k) {
+    const double* f = all.data() + static_cast<std::size_t>(k) * kFields;
+    RankResult rr;
+    rr.rank = static_cast<int>(f[0]);
+    rr.device = static_cast<int>(f[1]);
+    rr.w = static_cast<float>(f[2]);
+    rr.b = static_cast<float>(f[3]);
+    rr.test_mse = f[4];
+    rr.timing.training_ms.median = f[5];
+    rr.timing.training_ms.min = f[6];
+    rr.timing.training_ms.max = f[7];
+    rr.timing.training_ms.count = static_cast<std::size_t>(repeats);
+    rr.timing.epoch_us = 1e3 * f[5] / epochs;
+    rr.timing.compute_us = f[8];
+    rr.timing.allreduce_us = f[9];
+    rr.shard_points = shard_of(problem.train_points, s.world_size, k).count;
+    out.ranks.push_back(rr);
+  }
+  return out;
+}
+
+Verdict check_against_reference(const ParallelRun& run, const regression::TrainingResult& want) {
+  Verdict v;
+  const RankResult& got = run.ranks.front();
+  std::optional<int> diverged;
+  for (std::size_t e = 0; e < run.losses.size(); ++e) {
+    if (regression::is_divergent(run.losses[e], run.losses.front())) {
+      diverged = static_cast<int>(e);
+      break;
+    }
+  }
+  if (want.diverged_at || diverged) {
+    v.ok = false;
+    v.failure = "training diverged (reference at epoch " +
+                (want.diverged_at ? std::to_string(*want.diverged_at) : std::string("-")) + ", GPUs at epoch " +
+                (diverged ? std::to_string(*diverged) : std::string("-")) + "): lower --lr";
+    return v;
+  }
+  v.w = relative_error(got.w, want.w);
+  v.b = relative_error(got.b, want.b);
+  v.test_mse = relative_error(got.test_mse, want.test_mse);
+  for (std::size_t e = 0; e < run.losses.size() && e < want.losses.size(); ++e) {
+    v.losses = std::max(v.losses, relative_error(run.losses[e], want.losses[e]));
+  }
+  const Comparison losses = compare(run.losses, want.losses, regression::kLossTolerance);
+  if (!within(got.w, want.w, regression::kParameterTolerance)) v.failure = "w differs from the float64 reference";
+  else if (!within(got.b, want.b, regression::kParameterTolerance)) v.failure = "b differs from the float64 reference";
+  else if (!losses.ok()) v.failure = "losses differ from the float64 reference: " + losses.summary();
+  else if (!within(got.test_mse, want.test_mse, regression::kLossTolerance))
+    v.failure = "test MSE differs from the float64 reference";
+  v.ok = v.failure.empty();
+  return v;
+}
+
+Verdict check_against_single_gpu(const ParallelRun& run, const regression::TrainingResult& single) {
+  Verdict v;
+  const RankResult& got = run.ranks.front();
+  if (single.diverged_at) {
+    v.failure = "chapter 05's single-GPU run diverged at epoch " + std::to_string(*single.diverged_at);
+    return v;
+  }
+  const Tolerance parameters{0.0, 2 * regression::kParameterTolerance.rel};
+  const Tolerance losses_tol{0.0, 2 * regression::kLossTolerance.rel};
+  v.w = relative_error(got.w, single.w);
+  v.b = relative_error(got.b, single.b);
+  v.test_mse = relative_error(got.test_mse, single.test_mse);
+  for (std::size_t e = 0; e < run.losses.size() && e < single.losses.size(); ++e) {
+    v.losses = std::max(v.losses, relative_error(run.losses[e], single.losses[e]));
+  }
+  const Comparison losses = compare(run.losses, single.losses, losses_tol);
+  if (!within(got.w, single.w, parameters)) v.failure = "w differs from chapter 05's single-GPU w";
+  else if (!within(got.b, single.b, parameters)) v.failure = "b differs from chapter 05's single-GPU b";
+  else if (!losses.ok()) v.failure = "losses differ from chapter 05's single-GPU losses: " + losses.summary();
+  else if (!within(got.test_mse, single.test_mse, losses_tol)) v.failure = "test MSE differs from chapter 05's";
+  v.ok = v.failure.empty();
+  return v;
+}
+
+std::optional<regression::TrainingResult> single_gpu_05(const regression::Config& config, std::string* why_not) {
+  NvtxRange range("single GPU (chapter 05)");
+  std::size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const std::size_t needed = regression::gpu_bytes_needed(config.points, config.epochs);
+  if (needed > free_bytes * 9 / 10) {
+    if (why_not != nullptr) {
+      *why_not = "chapter 05 on one GPU needs " + std::to_string(needed >> 20) + " MiB, " +
+                 std::to_string(free_bytes >> 20) + " MiB free";
+    }
+    return std::nullopt;
+  }
+  Stream stream;
+  fused::FusedRegression gpu(config, stream.get());
+  return gpu.train(fused::Variant::kLastBlock);
+}
+
+}  // namespace workbook::multi_gpu

@@ -1,0 +1,359 @@
+// test_06_multi_gpu.cpp: chapter 06's checks. Untagged cases run without a GPU: the busbw
+// arithmetic, sharding (every point in exactly one shard, remainders), the all-reduce sizes,
+// rank-to-GPU mapping, the unique id as hex, the launcher's environment and its handling of a
+// failed worker (with /bin/sh standing in for the workers), and the program's usage errors.
+// [multigpu] cases (2 or 4 GPUs) run the program: DP and DDP equal to single-GPU 05 and to 04's
+// reference, every rank bit-identical, all-reduce wrong elements 0, and a fault-injection run
+// that ends within its bound naming the failed rank. [gpu] cases run one rank.
+#include "exit_codes.h"
+#include "fused_kernels.cuh"
+#include "gpu_support.h"
+#include "launcher.h"
+#include "nccl_comm.h"
+#include "plan.h"
+#include "training.h"
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using Catch::Matchers::ContainsSubstring;
+using namespace workbook;
+using namespace workbook::multi_gpu;
+using namespace workbook::testing;
+
+namespace {
+
+// A fake environment for the functions that take an EnvLookup.
+std::map<std::string, std::string> fake_env;
+const char* lookup(const char* name) {
+  const auto it = fake_env.find(name);
+  return it == fake_env.end() ? nullptr : it->second.c_str();
+}
+
+double seconds_of(const std::function<void()>& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+nlohmann::json run_json(std::vector<std::string> args, ProgramResult* result = nullptr) {
+  const std::string path = temp_path("multi_gpu.json");
+  args.insert(args.begin(), WORKBOOK_PROGRAM);
+  args.insert(args.end(), {"--json", path});
+  const ProgramResult r = run_program(args);
+  skip_if_no_gpu(r);
+  if (result != nullptr) *result = r;
+  CAPTURE(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  return read_json(path);
+}
+
+void require_training_passed(const nlohmann::json& j, int ranks) {
+  CAPTURE(j.dump(2));
+  REQUIRE(j["ranks"] == ranks);
+  CHECK(j["bit_identical"] == true);
+  CHECK(j["reference"]["passed"] == true);
+  CHECK(j["single_gpu_05"]["passed"] == true);
+  for (const auto& r : j["per_rank"]) {
+    CHECK(r["w"] == j["per_rank"][0]["w"]);
+    CHECK(r["b"] == j["per_rank"][0]["b"]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("busbw = algbw * 2(n-1)/n, as nccl-tests reports it") {
+  CHECK(bus_factor(1) == 0.0);
+  CHECK(bus_factor(2) == 1.0);
+  CHECK(bus_factor(4) == 1.5);
+  CHECK(bus_factor(8) == 1.75);
+  // 1 GiB in 4 ms: 268.4 GB/s algorithm bandwidth; on 4 GPUs 402.7 GB/s on the bus.
+  const double algbw = algorithm_bandwidth_gbps(1073741824.0, 4.0);
+  CHECK(std::fabs(algbw - 268.435456) < 1e-9);
+  CHECK(std::fabs(bus_bandwidth(algbw, 4) - 402.653184) < 1e-9);
+  CHECK(bus_bandwidth(algbw, 1) == 0.0);
+}
+
+TEST_CASE("shards: contiguous, every point in exactly one, remainders to the lowest ranks") {
+  const std::int64_t total = GENERATE(0, 1, 2, 3, 5, 7, 31, 32, 33, 1'000'003, 4'000'000);
+  const int ranks = GENERATE(1, 2, 3, 4, 7, 8);
+  const std::int64_t first = GENERATE(0, 4'000'000);
+  CAPTURE(total, ranks, first);
+  std::int64_t next = first;
+  std::int64_t smallest = total, largest = 0;
+  for (int r = 0; r < ranks; ++r) {
+    const Shard s = shard_of(total, ranks, r, first);
+    CHECK(s.start == next);  // contiguous and in rank order: no gap, no overlap
+    next = s.start + s.count;
+    smallest = std::min(smallest, s.count);
+    largest = std::max(largest, s.count);
+    if (r > 0) CHECK(s.count <= shard_of(total, ranks, r - 1, first).count);  // extras go to low ranks
+  }
+  CHECK(next == first + total);  // every point covered
+  CHECK(largest - smallest <= 1);
+  CHECK_THROWS(shard_of(total, ranks, ranks));
+  CHECK_THROWS(shard_of(total, 0, 0));
+}
+
+TEST_CASE("all-reduce sizes: 8 B to 1 GiB by 2, and --quick's 8 B to 64 MiB by 8") {
+  const auto full = allreduce_sizes(8, std::size_t{1} << 30, 2);
+  CHECK(full.size() == 28);
+  CHECK(full.front() == 8);
+  CHECK(full.back() == std::size_t{1} << 30);
+  const auto quick = allreduce_sizes(8, 64 << 20, 8);
+  CHECK(quick == std::vector<std::size_t>{8, 64, 512, 4096, 32768, 262144, 2097152, 16777216, 67108864});
+  CHECK(allreduce_sizes(12, 12, 2) == std::vector<std::size_t>{12});
+  CHECK_THROWS(allreduce_sizes(6, 64, 2));
+  CHECK_THROWS(allreduce_sizes(8, 64, 1));
+}
+
+TEST_CASE("rank to GPU: the node-local rank picks the GPU; too few GPUs is exit 77") {
+  CHECK(device_for_local_rank(0, 0, 2) == 0);
+  CHECK(device_for_local_rank(1, 0, 2) == 1);
+  CHECK(device_for_local_rank(1, 2, 4) == 3);
+  CHECK_THROWS_AS(device_for_local_rank(2, 0, 2), NoGpuError);
+  CHECK_THROWS_AS(device_for_local_rank(2, 2, 4), NoGpuError);
+  fake_env.clear();
+  CHECK_FALSE(local_rank_from_environment(&lookup));
+  fake_env["SLURM_LOCALID"] = "2";
+  CHECK(local_rank_from_environment(&lookup) == 2);
+  fake_env["OMPI_COMM_WORLD_LOCAL_RANK"] = "3";  // OpenMPI's variable wins
+  CHECK(local_rank_from_environment(&lookup) == 3);
+  fake_env["OMPI_COMM_WORLD_LOCAL_RANK"] = "x";
+  CHECK_THROWS(local_rank_from_environment(&lookup));
+}
+
+TEST_CASE("the NCCL unique id survives hex encoding") {
+  ncclUniqueId id;
+  for (std::size_t i = 0; i < sizeof id.internal; ++i) id.internal[i] = static_cast<char>(i * 37 + 11);
+  const std::string hex = encode_unique_id(id);
+  CHECK(hex.size() == 2 * sizeof id.internal);
+  CHECK(hex.find_first_not_of("0123456789abcdef") == std::string::npos);
+  const ncclUniqueId back = decode_unique_id(hex);
+  CHECK(std::memcmp(back.internal, id.internal, sizeof id.internal) == 0);
+  CHECK_THROWS(decode_unique_id(hex.substr(1)));
+  CHECK_THROWS(decode_unique_id("zz" + hex.substr(2)));
+}
+
+TEST_CASE("launcher: a worker's identity from its environment") {
+  fake_env.clear();
+  CHECK_FALSE(worker_identity_from_environment(&lookup));  // not a worker
+  fake_env = {{kRankVariable, "1"}, {kWorldSizeVariable, "4"}, {kNcclIdVariable, "00ff"}, {kControlFdVariable, "9"}};
+  const auto w = worker_identity_from_environment(&lookup);
+  REQUIRE(w);
+  CHECK(w->rank == 1);
+  CHECK(w->world_size == 4);
+  CHECK(w->local_rank == 1);  // defaults to the rank (one node)
+  CHECK(w->control_fd == 9);
+  fake_env[kRankVariable] = "4";
+  CHECK_THROWS(worker_identity_from_environment(&lookup));  // rank outside the world
+  fake_env[kRankVariable] = "1";
+  fake_env.erase(kNcclIdVariable);
+  CHECK_THROWS(worker_identity_from_environment(&lookup));
+  fake_env[kNcclIdVariable] = "00";
+  fake_env[kWorldSizeVariable] = "two";
+  CHECK_THROWS(worker_identity_from_environment(&lookup));
+}
+
+TEST_CASE("launcher: the worker environment keeps the parent's, replaces ours, forces NVLS off") {
+  WorkerIdentity id;
+  id.rank = 2;
+  id.world_size = 3;
+  id.local_rank = 2;
+  id.nccl_id_hex = "abcd";
+  id.control_fd = 7;
+  const std::vector<std::string> parent = {"PATH=/usr/bin", "NCCL_NVLS_ENABLE=1", std::string(kRankVariable) + "=0",
+                                           std::string(kControlFdVariable) + "=99", "CUDA_VISIBLE_DEVICES=0,1,2"};
+  const std::vector<std::string> env = worker_environment(parent, id);
+  auto count = [&](const std::string& entry) { return std::count(env.begin(), env.end(), entry); };
+  auto count_name = [&](const std::string& name) {
+    return std::count_if(env.begin(), env.end(), [&](const std::string& e) { return e.rfind(name + "=", 0) == 0; });
+  };
+  CHECK(count("PATH=/usr/bin") == 1);
+  CHECK(count("CUDA_VISIBLE_DEVICES=0,1,2") == 1);
+  CHECK(count("NCCL_NVLS_ENABLE=0") == 1);
+  CHECK(count_name("NCCL_NVLS_ENABLE") == 1);
+  CHECK(count("TORCH_SYMM_MEM_DISABLE_MULTICAST=1") == 1);
+  CHECK(count("NVSHMEM_DISABLE_NVLS=1") == 1);
+  CHECK(count(std::string(kRankVariable) + "=2") == 1);
+  CHECK(count_name(kRankVariable) == 1);
+  CHECK(count(std::string(kControlFdVariable) + "=7") == 1);
+  CHECK(count_name(kControlFdVariable) == 1);
+  CHECK(count(std::string(kNcclIdVariable) + "=abcd") == 1);
+}
+
+TEST_CASE("launcher: the first failed rank is named, the others are told, stragglers are killed") {
+  // /bin/sh stands in for the workers: rank 1 fails at once; rank 0 waits for the launcher's
+  // message and exits 3 after echoing it; rank 2 ignores it and must be killed after the bound.
+  const std::string script =
+      "case $WORKBOOK_DDP_RANK in 1) sleep 0.2; exit 5;; "
+      "0) head -n1 /dev/fd/$WORKBOOK_DDP_CONTROL_FD >&2; exit 3;; "
+      "*) exec sleep 60;; esac";
+  std::ostringstream log;
+  LaunchResult r;
+  const double seconds = seconds_of([&] { r = launch_workers("/bin/sh", {"-c", script}, 3, "00", 1.0, log); });
+  CAPTURE(log.str());
+  REQUIRE(r.first_failure);
+  CHECK(r.first_failure->rank == 1);
+  CHECK(r.first_failure->status == 5);
+  CHECK(describe_exit(*r.first_failure) == "exit status 5");
+  CHECK(seconds < 10.0);
+  REQUIRE(r.exits.size() == 3);
+  for (const ChildExit& e : r.exits) {
+    if (e.rank == 0) CHECK(e.status == 3);
+    if (e.rank == 2) CHECK(e.killed);
+  }
+  CHECK_THAT(log.str(), ContainsSubstring("rank 1 failed first"));
+  CHECK_FALSE(r.ok());
+  // All workers well: nothing failed, nothing killed.
+  const LaunchResult fine = launch_workers("/bin/sh", {"-c", "exit 0"}, 2, "00", 1.0, log);
+  CHECK(fine.ok());
+  CHECK(fine.exits.size() == 2);
+}
+
+TEST_CASE("control channel: a message, or the launcher gone") {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  ControlChannel channel(fds[0]);
+  CHECK_FALSE(channel.poll());
+  const std::string message = "rank 3 failed (exit status 1)\n";
+  REQUIRE(write(fds[1], message.data(), message.size()) == static_cast<ssize_t>(message.size()));
+  CHECK(channel.poll() == "rank 3 failed (exit status 1)");
+  close(fds[1]);
+  int more[2];
+  REQUIRE(pipe(more) == 0);
+  ControlChannel orphan(more[0]);
+  close(more[1]);
+  CHECK_THAT(*orphan.poll(), ContainsSubstring("launcher exited"));
+}
+
+TEST_CASE("learning rate: chapter 05's rule unless --lr is given") {
+  CHECK(effective_lr(std::nullopt, 5'000'000) == 0.01);
+  CHECK(effective_lr(std::nullopt, 1'000) == 0.01);
+  CHECK(std::fabs(effective_lr(std::nullopt, 100'000'000) - 0.01 / 400.0) < 1e-15);
+  CHECK(effective_lr(0.5, 100'000'000) == 0.5);
+}
+
+TEST_CASE("list flags: counts and point sizes, refused with the flag's name") {
+  CHECK(parse_int_list("1,2,4", "--gpu-counts") == std::vector<int>{1, 2, 4});
+  CHECK(parse_point_list("5M,100M", "--strong") == std::vector<std::int64_t>{5'000'000, 100'000'000});
+  CHECK(usable_gpu_counts({1, 2, 4}, 2) == std::vector<int>{1, 2});
+  CHECK(usable_gpu_counts({4, 4, 1}, 8) == std::vector<int>{4, 1});
+  for (const char* bad : {"", "0", "1,,2", "x", "2K"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(parse_int_list(bad, "--gpu-counts"), UsageError);
+  }
+  CHECK_THROWS_AS(parse_point_list("1", "--weak"), UsageError);
+  CHECK(std::fabs(weak_efficiency(100.0, 105.0) - 100.0 / 105.0) < 1e-12);
+  CHECK(std::fabs(strong_efficiency(100.0, 30.0, 4) - 100.0 / 120.0) < 1e-12);
+}
+
+TEST_CASE("program: usage errors are exit 2 with a one-line reason") {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--fail-rank", "1"}, {"--gpus", "-1"}, {"ddp", "--fail-rank", "0", "--fail-epoch", "500"},
+           {"--timeout-s", "0"}, {"--max-bytes", "6"}, {"--strong", "1"}, {"--factor", "1"}, {"nonsense"}}) {
+    std::vector<std::string> argv{WORKBOOK_PROGRAM};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProgramResult r = run_program(argv);
+    CAPTURE(args, r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, ContainsSubstring("error:"));
+  }
+  const ProgramResult help = run_program({WORKBOOK_PROGRAM, "--help"});
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.out, ContainsSubstring("ddp"));
+}
+
+TEST_CASE("program: more ranks than GPUs is exit 77 with the reason") {
+  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "ddp", "--quick", "--nproc", "64"});
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 77);
+}
+
+TEST_CASE("one rank: the whole program passes", "[gpu]") {
+  require_gpus(1);
+  const nlohmann::json j = run_json({"--quick", "--gpus", "1"});
+  CHECK(j["passed"] == true);
+  require_training_passed(j["dp"], 1);
+  require_training_passed(j["ddp"], 1);
+  CHECK(j["allreduce"]["wrong"] == 0);
+}
+
+TEST_CASE("one rank of the DataParallel analog gives chapter 05's bits", "[gpu]") {
+  require_gpus(1);
+  CUDA_CHECK(cudaSetDevice(0));
+  regression::Config c;
+  c.points = 300'001;
+  c.epochs = 30;
+  const ParallelRun run = train_data_parallel(make_problem(c), {0}, 1);
+  std::string why;
+  const auto single = single_gpu_05(c, &why);
+  REQUIRE(single);
+  // One shard is the whole training set: the same kernel shape, the same order of additions,
+  // an all-reduce of one rank that copies, the same step: the same bits.
+  CHECK(run.ranks.front().w == static_cast<float>(single->w));
+  CHECK(run.ranks.front().b == static_cast<float>(single->b));
+  CHECK(check_against_single_gpu(run, *single).ok);
+}
+
+TEST_CASE("DataParallel analog on 2 GPUs equals single-GPU; ranks bit-identical", "[multigpu]") {
+  require_gpus(2);
+  require_training_passed(run_json({"dp", "--quick", "--gpus", "2"})["dp"], 2);
+}
+
+TEST_CASE("DDP analog with 2 ranks equals single-GPU; ranks bit-identical", "[multigpu]") {
+  require_gpus(2);
+  const nlohmann::json j = run_json({"ddp", "--quick", "--nproc", "2"});
+  require_training_passed(j["ddp"], 2);
+  CHECK(j["ddp"]["launcher"]["exits"].size() == 2);
+}
+
+TEST_CASE("DP and DDP on 4 GPUs equal single-GPU; ranks bit-identical", "[multigpu]") {
+  require_gpus(4);
+  require_training_passed(run_json({"dp", "--quick", "--gpus", "4"})["dp"], 4);
+  require_training_passed(run_json({"ddp", "--quick", "--nproc", "4"})["ddp"], 4);
+  // 3 ranks: shards of unequal size (200003 points: 160002 train = 53334 + 53334 + 53334).
+  require_training_passed(run_json({"ddp", "--quick", "--nproc", "3", "--points", "200017"})["ddp"], 3);
+}
+
+TEST_CASE("all-reduce: every element of every rank exact, 2 GPUs and more", "[multigpu]") {
+  require_gpus(2);
+  const nlohmann::json j = run_json({"allreduce", "--quick"});
+  CHECK(j["allreduce"]["wrong"] == 0);
+  for (const auto& row : j["allreduce"]["rows"]) {
+    CHECK(row["wrong"] == 0);
+    CHECK(row["busbw_gbps"].get<double>() > 0.0);
+  }
+}
+
+TEST_CASE("fault injection: rank 1 dies at epoch 5; rank 0 stops within the bound, naming it", "[multigpu]") {
+  require_gpus(2);
+  const double bound = 20.0;
+  const std::string path = temp_path("fault.json");
+  ProgramResult r;
+  const double seconds = seconds_of([&] {
+    r = run_program({WORKBOOK_PROGRAM, "ddp", "--quick", "--nproc", "2", "--epochs", "50", "--fail-rank", "1",
+                     "--fail-epoch", "5", "--timeout-s", std::to_string(bound), "--json", path});
+  });
+  CAPTURE(r.out, r.err, seconds);
+  CHECK(r.exit_code == 1);
+  CHECK(seconds < bound + 30.0);  // start-up and NCCL init included
+  CHECK_THAT(r.out + r.err, ContainsSubstring("rank 1 failed"));
+  CHECK_THAT(r.err, ContainsSubstring("injected fault at epoch 5"));
+  const nlohmann::json j = read_json(path);
+  CHECK(j["passed"] == false);
+  CHECK(j["ddp"]["launcher"]["failed_rank"] == 1);
+  CHECK(j["ddp"]["launcher"]["stopped_after_s"].get<double>() < bound);
+  for (const auto& e : j["ddp"]["launcher"]["exits"]) CHECK(e["status"] != 0);  // survivors exit non-zero too
+}
