@@ -6,6 +6,7 @@
 #       [LINK <targets...>]           extra libraries, e.g. CUDA::curand
 #       [SMOKE_LABELS <labels...>]    ctest labels of `<program> --quick` (default: gpu)
 #       [SANITIZE_ARGS <args...>]     arguments under compute-sanitizer (default: --quick)
+#       [SANITIZER_OPTIONS <opts...>] extra compute-sanitizer options, each with its reason
 #       [RUN_SERIAL])                 the program measures device-wide state (free memory, say):
 #                                     ctest runs its smoke, sanitize and GPU Catch2 tests alone
 #
@@ -27,7 +28,7 @@ endif()
 set(WORKBOOK_SANITIZER_TOOLS memcheck racecheck initcheck synccheck)
 
 function(workbook_add_chapter program)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "RUN_SERIAL" "" "PROGRAM;LIBRARY;LINK;SMOKE_LABELS;SANITIZE_ARGS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "RUN_SERIAL" "" "PROGRAM;LIBRARY;LINK;SMOKE_LABELS;SANITIZE_ARGS;SANITIZER_OPTIONS")
   if(NOT arg_PROGRAM)
     message(FATAL_ERROR "workbook_add_chapter(${program}): PROGRAM sources are required")
   endif()
@@ -71,7 +72,8 @@ function(workbook_add_chapter program)
       add_test(NAME "${name}"
                COMMAND sh -c "\"\$0\" >/dev/null || exit \$?; exec \"\$@\""
                        $<TARGET_FILE:workbook_needs_gpu>
-                       "${WORKBOOK_COMPUTE_SANITIZER}" --tool ${tool} ${extra} --error-exitcode 99
+                       "${WORKBOOK_COMPUTE_SANITIZER}" --tool ${tool} ${extra} ${arg_SANITIZER_OPTIONS}
+                       --error-exitcode 99
                        $<TARGET_FILE:${program}> ${arg_SANITIZE_ARGS})
       set_tests_properties("${name}" PROPERTIES LABELS sanitize SKIP_RETURN_CODE 77 TIMEOUT 600
                            RUN_SERIAL ${serial})
