@@ -88,7 +88,8 @@ else
   printf '  sudo sh -c "%s"\n' "${commands[@]}" >&2
   exit 1
 fi
-echo "Installing: ${backports[*]} ${missing[*]}"
+to_install=("${backports[@]}" "${missing[@]}")
+echo "Installing: ${to_install[*]}"
 for command in "${commands[@]}"; do
   "${run_as_root[@]}" "$command" >/dev/null
 done
