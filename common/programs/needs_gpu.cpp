@@ -1,4 +1,4 @@
-// needs_gpu_main.cpp: the smallest program that keeps the workbook's exit-code contract: exit 0
+// needs_gpu.cpp: the smallest program that keeps the workbook's exit-code contract: exit 0
 // when device 0 is usable, 77 with the reason when there is no GPU. The compute-sanitizer tests
 // run it first (a sanitizer on a machine without a driver fails instead of skipping), and
 // test_common runs it with CUDA_VISIBLE_DEVICES="" to see the no-GPU path end in exit 77.
