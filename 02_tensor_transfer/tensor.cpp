@@ -136,9 +136,12 @@ void Tensor::copy_(const Tensor& src) {
   }
   // With unified virtual addressing the runtime knows from each pointer where it lives, so
   // cudaMemcpyDefault covers host->device, device->host and device->device (also between GPUs).
-  // cudaMemcpy returns when the copy is complete: this is .to() with non_blocking=False.
+  // .to() with non_blocking=False: queue the copy, then wait for it. (A plain cudaMemcpy from
+  // pageable memory may return once the data is staged, before the DMA has landed, so it is not
+  // enough on its own; PyTorch also synchronizes after its copy.)
   DeviceGuard on(device_.is_cuda() ? device_.index : src.device_.index);
-  CUDA_CHECK(cudaMemcpy(data_ptr(), src.data_ptr(), bytes, cudaMemcpyDefault));
+  CUDA_CHECK(cudaMemcpyAsync(data_ptr(), src.data_ptr(), bytes, cudaMemcpyDefault, nullptr));
+  CUDA_CHECK(cudaStreamSynchronize(nullptr));
 }
 
 }  // namespace transfer

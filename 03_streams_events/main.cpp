@@ -477,7 +477,10 @@ int run(int argc, char** argv) {
   // ---- 3. The article's two streams, and the missing wait.
   const Stats two = workbook::time_on_stream(article.compute(), repeats, [&] { article.enqueue(batch, ordering); });
   json["two_stream"] = row("article's 2 streams", two, article_differences == 0);
-  out << "  (article's 2 streams: copies in on a transfer stream; compute and copies out share the compute stream)\n\n";
+  json["two_stream"]["timing_valid"] = !o.drop_wait;
+  out << "  (article's 2 streams: copies in on a transfer stream; compute and copies out share the compute stream)\n";
+  if (o.drop_wait) out << "  (--drop-wait: that row ran without its waits; its time means nothing)\n";
+  out << "\n";
 
   out << format("ordering check: producer %d us late per chunk, destination poisoned with NaN, %s\n",
                 o.producer_delay_us, o.drop_wait ? "cudaStreamWaitEvent DROPPED (--drop-wait)"

@@ -354,13 +354,14 @@ TEST_CASE("tensor_transfer --quick --json writes every field, with sane values",
   CHECK(j["bandwidth"].size() == 15 * 7);  // 15 sizes x (3 kinds x 2 directions + D2D)
   CHECK(series == std::set<std::string>{"pageable/h2d", "pageable/d2h", "pinned/h2d", "pinned/d2h",
                                         "registered/h2d", "registered/d2h", "device/d2d"});
-  CHECK(j["random_tensor"]["speedup"].get<double>() > 1.0);
+  CHECK(j["random_tensor"]["speedup"].get<double>() > 10.0);  // the target; ~1000x is usual
   CHECK(j["random_tensor"]["bytes"] == 16 * kMiB);
   CHECK(j["pinning"]["malloc_host_ms_per_gib"].get<double>() > 0.0);
   CHECK(j["pinning"]["host_register_ms_per_gib"].get<double>() > 0.0);
   CHECK(j["non_blocking"]["pinned_h2d"]["returned_while_busy"] == true);
   CHECK(j["non_blocking"]["pinned_h2d"]["call_ms"].get<double>() < j["non_blocking"]["spin_ms"].get<double>());
   CHECK(j["non_blocking"]["pageable_d2h"]["returned_while_busy"] == false);
+  CHECK(j["non_blocking"]["pageable_h2d"]["returned_while_busy"] == false);
   CHECK(j["memory"]["total_bytes"].get<std::size_t>() >= j["memory"]["free_before_bytes"].get<std::size_t>());
   CHECK(j["memory"]["requested_bytes"] == 2 * 64 * kMiB);
 }

@@ -315,11 +315,15 @@ TEST_CASE("calibration: compute is matched to both copies at once, not to the sl
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, ContainsSubstring("calibrated: as long as both copies at once"));
-  const nlohmann::json w = read_json(json)["workload"];
+  const nlohmann::json all = read_json(json);
+  const nlohmann::json& w = all["workload"];
   CHECK(w["iterations_calibrated"] == true);
   const nlohmann::json& c = w["calibration"];
-  CHECK(c["target_ms"].get<double>() >= c["copies_together_ms"].get<double>());
-  CHECK(c["target_ms"].get<double>() >= std::max(c["h2d_ms"].get<double>(), c["d2h_ms"].get<double>()));
+  // The calibration worked: the compute stage, measured afterwards, lasts about the target.
+  const double compute_ms = all["stages"]["compute_ms"]["median"].get<double>();
+  CAPTURE(compute_ms, c["target_ms"].get<double>());
+  CHECK(compute_ms > 0.5 * c["target_ms"].get<double>());
+  CHECK(compute_ms < 2.0 * c["target_ms"].get<double>());
   // A longer target needs at least as many multiply-adds (the line's slope is positive).
   CHECK(w["iterations"].get<int>() >= c["iterations_for_slower_copy"].get<int>());
   std::remove(json.c_str());
