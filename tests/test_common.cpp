@@ -17,6 +17,7 @@
 #include <catch2/matchers/catch_matchers_string.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -152,6 +153,18 @@ TEST_CASE("a program without a usable GPU exits 77 with one line saying why") {
   CHECK_THAT(r.err, StartsWith("needs_gpu needs a CUDA GPU: "));
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   CHECK(r.out.empty());
+}
+
+TEST_CASE("run_program kills a program that runs past its limit, and what it started") {
+  const auto start = std::chrono::steady_clock::now();
+  const ProgramResult r = run_program({"sh", "-c", "sleep 30 & sleep 30; echo never"}, {}, std::chrono::seconds(1));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(r.exit_code == 124);
+  CHECK(seconds < 10.0);
+  CHECK_THAT(r.err, ContainsSubstring("killed after 1 s"));
+  CHECK(r.out.empty());
+  CHECK(run_program({"sh", "-c", "exit 3"}).exit_code == 3);
+  CHECK(run_program({"/nonexistent/program"}).exit_code == 127);
 }
 
 TEST_CASE("guarded_main maps each kind of failure to its exit code") {

@@ -2,6 +2,7 @@
 // read one after the other could deadlock on a chatty program; files cannot).
 #include "run_program.h"
 
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -49,7 +50,7 @@ std::string temp_path(const std::string& stem) {
 }
 
 ProgramResult run_program(const std::vector<std::string>& argv,
-                          const std::map<std::string, std::string>& env) {
+                          const std::map<std::string, std::string>& env, std::chrono::seconds limit) {
   if (argv.empty()) throw std::invalid_argument("run_program: empty argv");
   const std::string out_path = temp_path("stdout.txt");
   const std::string err_path = temp_path("stderr.txt");
@@ -67,9 +68,15 @@ ProgramResult run_program(const std::vector<std::string>& argv,
   for (std::string& e : environment) envp.push_back(e.data());
   envp.push_back(nullptr);
 
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);  // a new group whose id is the child's pid
+
   pid_t pid = 0;
-  const int spawn_error = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+  const int spawn_error = posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
   if (spawn_error != 0) {  // as a shell would answer: 127 when the program is not there
     ProgramResult missing;
     missing.exit_code = spawn_error == ENOENT ? 127 : 126;
@@ -79,14 +86,25 @@ ProgramResult run_program(const std::vector<std::string>& argv,
     return missing;
   }
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+  bool timed_out = false;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+    if (!timed_out && std::chrono::steady_clock::now() > deadline) {
+      timed_out = true;
+      kill(-pid, SIGKILL);  // the program and everything it started
+    }
+    usleep(5000);
   }
+  kill(-pid, SIGKILL);  // stragglers the program left behind (ESRCH when there are none)
 
   ProgramResult result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.exit_code = timed_out ? 124 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   result.out = slurp(out_path);
   result.err = slurp(err_path);
+  if (timed_out) result.err += "run_program: killed after " + std::to_string(limit.count()) + " s\n";
   std::remove(out_path.c_str());
   std::remove(err_path.c_str());
   return result;

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
@@ -15,15 +16,19 @@ namespace workbook::testing {
 
 struct ProgramResult {
   int exit_code = -1;  // the program's exit status; 128 + signal number if a signal killed it;
-                       // 127 if it could not be found (126 if it could not be started)
+                       // 127 if it could not be found (126 if it could not be started);
+                       // 124 if it ran past its time limit and was killed (as timeout(1) says)
   std::string out;     // everything it wrote to stdout
   std::string err;     // everything it wrote to stderr
 };
 
 // Runs argv[0] with the given arguments. `env` adds or replaces environment variables for the
 // child only (an empty value sets the variable to the empty string, as CUDA_VISIBLE_DEVICES="").
+// The child runs in a process group of its own; when it exits, or runs past `limit`, the whole
+// group is killed, so a hung program (or a worker it started) cannot outlive the test.
 ProgramResult run_program(const std::vector<std::string>& argv,
-                          const std::map<std::string, std::string>& env = {});
+                          const std::map<std::string, std::string>& env = {},
+                          std::chrono::seconds limit = std::chrono::seconds(240));
 
 // A fresh path in the temporary directory (the file is not created).
 std::string temp_path(const std::string& stem);
