@@ -5,10 +5,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -40,16 +43,114 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-int decode_status(int wait_status) {
-  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
-  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
-  return 1;
+ChildExit decode_exit(int rank, int wait_status, double seconds) {
+  ChildExit e;
+  e.rank = rank;
+  e.seconds = seconds;
+  if (WIFEXITED(wait_status)) {
+    e.status = WEXITSTATUS(wait_status);
+  } else if (WIFSIGNALED(wait_status)) {
+    e.signaled = true;
+    e.status = 128 + WTERMSIG(wait_status);
+  } else {
+    e.status = 1;
+  }
+  return e;
+}
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+// In the child between fork and execve (async-signal-safe calls only): every descriptor above
+// stderr that the launcher had open (other workers' pipes, files, NCCL's sockets of the parent)
+// is marked close-on-exec. close_range does it in one call (Linux 5.11+); else one fcntl per
+// possible descriptor, up to the limit read before fork().
+void close_inherited_on_exec(int max_fd) {
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return;
+#endif
+  for (int fd = 3; fd < max_fd; ++fd) (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+int open_file_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 1 << 20;
+  return static_cast<int>(std::min<rlim_t>(limit.rlim_cur, rlim_t{1} << 20));
+}
+
+// SIGPIPE ignored for the life of the object, the previous disposition restored after: a write to
+// the pipe of a rank that has exited (not yet reaped) then fails with EPIPE instead of killing
+// the launcher. Installed after fork(), so no worker inherits the ignore through execve.
+class IgnoreSigpipe {
+ public:
+  IgnoreSigpipe() {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    installed_ = sigaction(SIGPIPE, &ignore, &previous_) == 0;
+  }
+  ~IgnoreSigpipe() {
+    if (installed_) sigaction(SIGPIPE, &previous_, nullptr);
+  }
+  IgnoreSigpipe(const IgnoreSigpipe&) = delete;
+  IgnoreSigpipe& operator=(const IgnoreSigpipe&) = delete;
+
+ private:
+  struct sigaction previous_ {};
+  bool installed_ = false;
+};
+
+// Writes all of `message` to a worker's control pipe. false when the worker is already gone
+// (EPIPE: its read end closed) or the pipe fails otherwise; the caller goes on either way.
+bool tell(int fd, const std::string& message) {
+  std::size_t done = 0;
+  while (done < message.size()) {
+    const ssize_t n = write(fd, message.data() + done, message.size() - done);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      return false;  // EPIPE: already gone
+    }
+  }
+  return true;
 }
 
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> forced_environment() {
   return {{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"}, {"NVSHMEM_DISABLE_NVLS", "1"}};
+}
+
+void apply_forced_environment() {
+  for (const auto& [name, value] : forced_environment()) {
+    if (setenv(name.c_str(), value.c_str(), 1) != 0) {
+      throw std::runtime_error("setenv " + name + ": " + std::strerror(errno));
+    }
+  }
+}
+
+void require_forced_environment() {
+  for (const auto& [name, value] : forced_environment()) {
+    const char* now = std::getenv(name.c_str());
+    if (now == nullptr || value != now) {
+      throw std::runtime_error(name + " is " + (now ? std::string("'") + now + "'" : std::string("unset")) +
+                               ", must be " + value +
+                               " before any NCCL call (NVLink multicast can take shared GPUs out of service): "
+                               "call apply_forced_environment() first thing in main()");
+    }
+  }
+}
+
+std::string forced_environment_text() {
+  std::string text;
+  for (const auto& [name, value] : forced_environment()) {
+    const char* now = std::getenv(name.c_str());
+    text += (text.empty() ? "" : " ") + name + "=" + (now ? now : "(unset)");
+  }
+  return text;
 }
 
 std::optional<WorkerIdentity> worker_identity_from_environment(EnvLookup getenv_fn) {
@@ -107,7 +208,7 @@ std::string self_path() {
 
 std::string describe_exit(const ChildExit& e) {
   if (e.killed) return "killed by the launcher after the bound";
-  if (e.status > 128) {
+  if (e.signaled) {
     const int signal = e.status - 128;
     return "signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
   }
@@ -115,15 +216,20 @@ std::string describe_exit(const ChildExit& e) {
 }
 
 LaunchResult launch_workers(const std::string& program, const std::vector<std::string>& args, int nproc,
-                            const std::string& nccl_id_hex, double timeout_s, std::ostream& log) {
+                            const std::string& nccl_id_hex, LaunchBounds bounds, std::ostream& log) {
+  using Clock = std::chrono::steady_clock;
   struct Child {
     pid_t pid = -1;
     int control = -1;  // the launcher's (write) end of the worker's pipe
     bool running = false;
   };
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = Clock::now();
+  auto after = [](Clock::time_point t, double seconds) {
+    return t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  };
   const std::vector<std::string> parent_env = current_environment();
   const pid_t launcher = getpid();
+  const int max_fd = open_file_limit();
   std::vector<Child> children(static_cast<std::size_t>(nproc));
   LaunchResult result;
 
@@ -137,7 +243,7 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
     id.nccl_id_hex = nccl_id_hex;
     id.control_fd = pipe_fds[0];
     // Everything the child needs is built before fork(): after it, the child only calls
-    // async-signal-safe functions (prctl, getppid, fcntl, execve, _exit).
+    // async-signal-safe functions (prctl, getppid, dup2, close_range/fcntl, execve, _exit).
     std::vector<std::string> env = worker_environment(parent_env, id);
     std::vector<std::string> argv_strings{program};
     argv_strings.insert(argv_strings.end(), args.begin(), args.end());
@@ -152,18 +258,47 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
     if (pid == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);  // a worker never outlives its launcher
       if (getppid() != launcher) _exit(127);
-      fcntl(pipe_fds[0], F_SETFD, 0);  // the read end survives execve; the write ends do not
+      // The worker's report goes to stderr: the launcher's stdout carries only the launcher's
+      // own report (or its one JSON object with --json).
+      if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0) _exit(127);
+      close_inherited_on_exec(max_fd);
+      fcntl(pipe_fds[0], F_SETFD, 0);  // of the inherited descriptors, only the read end survives execve
       execve(program.c_str(), argv.data(), envp.data());
       _exit(127);
     }
     close(pipe_fds[0]);
     children[static_cast<std::size_t>(rank)] = Child{pid, pipe_fds[1], true};
   }
+  const IgnoreSigpipe ignore_sigpipe;  // after the forks: see IgnoreSigpipe
   log << "launcher: started " << nproc << (nproc == 1 ? " rank" : " ranks") << " (pids";
   for (const Child& c : children) log << " " << c.pid;
-  log << ")\n" << std::flush;
+  log << "); bound for the whole run " << bounds.whole_run_s << " s\n" << std::flush;
 
-  std::optional<std::chrono::steady_clock::time_point> deadline;
+  // Kills every rank still running and records it; returns their ranks.
+  auto kill_remaining = [&] {
+    std::vector<int> killed;
+    for (int rank = 0; rank < nproc; ++rank) {
+      Child& c = children[static_cast<std::size_t>(rank)];
+      if (!c.running) continue;
+      kill(c.pid, SIGKILL);
+      int ignored = 0;
+      while (waitpid(c.pid, &ignored, 0) < 0 && errno == EINTR) {
+      }
+      c.running = false;
+      ChildExit e;
+      e.rank = rank;
+      e.status = 128 + SIGKILL;
+      e.signaled = true;
+      e.killed = true;
+      e.seconds = seconds_since(start);
+      result.exits.push_back(e);
+      killed.push_back(rank);
+    }
+    return killed;
+  };
+
+  const Clock::time_point whole_run_deadline = after(start, bounds.whole_run_s);
+  std::optional<Clock::time_point> failure_deadline;
   int running = nproc;
   while (running > 0) {
     int wait_status = 0;
@@ -174,38 +309,37 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
         if (c.pid != pid || !c.running) continue;
         c.running = false;
         --running;
-        ChildExit e{rank, decode_status(wait_status), false, seconds_since(start)};
+        const ChildExit e = decode_exit(rank, wait_status, seconds_since(start));
         result.exits.push_back(e);
         if (e.status != 0 && !result.first_failure) {
           result.first_failure = e;
           log << "launcher: rank " << rank << " failed first (" << describe_exit(e) << " after " << e.seconds
-              << " s); telling the other ranks, which have " << timeout_s << " s to stop\n"
+              << " s); telling the other ranks, which have " << bounds.after_failure_s << " s to stop\n"
               << std::flush;
           const std::string message = "rank " + std::to_string(rank) + " failed (" + describe_exit(e) + ")\n";
           for (Child& other : children) {
-            if (other.running) (void)!write(other.control, message.data(), message.size());
+            if (other.running) (void)tell(other.control, message);  // false: it exited too, not yet reaped
           }
-          deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                             std::chrono::duration<double>(timeout_s));
+          failure_deadline = after(Clock::now(), bounds.after_failure_s);
         }
       }
       continue;
     }
     if (pid < 0 && errno != EINTR) break;  // ECHILD: nothing left to wait for
-    if (deadline && std::chrono::steady_clock::now() > *deadline) {
-      for (int rank = 0; rank < nproc; ++rank) {
-        Child& c = children[static_cast<std::size_t>(rank)];
-        if (!c.running) continue;
-        kill(c.pid, SIGKILL);
-        int ignored = 0;
-        waitpid(c.pid, &ignored, 0);
-        c.running = false;
-        --running;
-        ChildExit e{rank, 128 + SIGKILL, true, seconds_since(start)};
-        result.exits.push_back(e);
-        log << "launcher: rank " << rank << " still running " << timeout_s << " s after rank "
+    const Clock::time_point now = Clock::now();
+    if (failure_deadline && now > *failure_deadline) {
+      for (int rank : kill_remaining()) {
+        log << "launcher: rank " << rank << " still running " << bounds.after_failure_s << " s after rank "
             << result.first_failure->rank << " failed: killed\n";
       }
+      break;
+    }
+    if (now > whole_run_deadline) {
+      result.still_running = kill_remaining();
+      result.timed_out = true;
+      log << "launcher: the whole-run bound of " << bounds.whole_run_s << " s passed; killed the ranks still running:";
+      for (int rank : result.still_running) log << " " << rank;
+      log << "\n" << std::flush;
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -3,8 +3,10 @@
 // (hex, in an environment variable), watch them, and when one fails tell the others, wait a
 // bounded time for them to stop, and kill the stragglers.
 //
-//   LaunchResult r = launch_workers(self_path(), worker_args, 4, id_hex, /*timeout_s=*/30, std::cerr);
+//   apply_forced_environment();   // first thing in main(): multicast off in this process
+//   LaunchResult r = launch_workers(self_path(), worker_args, 4, id_hex, {30.0, 300.0}, std::cerr);
 //   if (r.first_failure) ...   // which rank failed first, and how
+//   if (r.timed_out) ...       // nothing failed, but r.still_running outlived the whole-run bound
 //
 // A worker finds its rank with worker_identity_from_environment() and listens on its
 // ControlChannel (a pipe from the launcher) while it waits for the GPU.
@@ -26,9 +28,22 @@ inline constexpr const char* kLocalRankVariable = "WORKBOOK_DDP_LOCAL_RANK";
 inline constexpr const char* kNcclIdVariable = "WORKBOOK_NCCL_ID";
 inline constexpr const char* kControlFdVariable = "WORKBOOK_DDP_CONTROL_FD";
 
-// Set in every worker's environment whatever the parent had: NVLink multicast (NVLS) stays off,
-// because a program that uses it can take a shared host's GPUs out of service.
+// NVLink multicast (NVLS) stays off in every process of this program, whatever its parent had,
+// because a program that uses it can take a shared host's GPUs out of service. NCCL reads these
+// variables once, at its first call, so they must be set before any NCCL call in the process.
 std::vector<std::pair<std::string, std::string>> forced_environment();
+
+// setenv(name, value, 1) for each of forced_environment(). Call it first thing in main(), while
+// the process has one thread (setenv is not safe beside another thread's getenv).
+void apply_forced_environment();
+
+// Throws std::runtime_error naming the first variable of forced_environment() whose value in this
+// process's environment differs. Called before every NCCL entry point of this chapter.
+void require_forced_environment();
+
+// "NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1": the values in
+// effect in this process ("(unset)" for a missing one), for the reports.
+std::string forced_environment_text();
 
 struct WorkerIdentity {
   int rank = 0;
@@ -54,26 +69,38 @@ std::string self_path();
 
 struct ChildExit {
   int rank = 0;
-  int status = 0;           // exit status, or 128 + signal number
-  bool killed = false;      // killed by the launcher after the bound
+  int status = 0;           // the exit status; when `signaled`, 128 + the signal number (as a shell says)
+  bool signaled = false;    // ended by a signal (then status - 128 is the signal)
+  bool killed = false;      // killed by the launcher after a bound
   double seconds = 0.0;     // since the launch
+};
+
+struct LaunchBounds {
+  double after_failure_s = 30.0;  // after the first failure, how long the other ranks have to stop
+  double whole_run_s = 300.0;     // the whole launch, failure or not; then every rank left is killed
 };
 
 struct LaunchResult {
   std::vector<ChildExit> exits;            // in the order the launcher saw them
   std::optional<ChildExit> first_failure;  // the first child to exit non-zero (or be killed)
-  bool ok() const { return !first_failure; }
+  bool timed_out = false;                  // the whole-run bound passed; the ranks left were killed
+  std::vector<int> still_running;          // those ranks, when timed_out
+  bool ok() const { return !first_failure && !timed_out; }
 };
 
-// "exit status 1", "signal 9 (Killed)", "killed by the launcher after the 30 s bound".
+// "exit status 1", "signal 9 (Killed)", "killed by the launcher after the bound".
 std::string describe_exit(const ChildExit& e);
 
 // Starts `nproc` copies of `program` with `args` (argv[1..]), rank r with the identity of rank r
-// of nproc. Waits for all. After the first failure, writes "rank R failed: <how>" to every
-// other worker's control pipe, waits at most `timeout_s` more, then SIGKILLs those still running.
+// of nproc, each with its stdout sent to the launcher's stderr (the launcher's stdout stays its
+// own: a report, or one JSON object). Waits for all. After the first failure, writes "rank R
+// failed: <how>" to every other worker's control pipe, waits at most `bounds.after_failure_s`
+// more, then SIGKILLs those still running. Whatever happens, every rank still running
+// `bounds.whole_run_s` after the launch is killed and the result is timed_out. SIGPIPE is ignored
+// while the launcher watches (a rank that already exited has closed its pipe) and restored after.
 // Progress lines go to `log`.
 LaunchResult launch_workers(const std::string& program, const std::vector<std::string>& args, int nproc,
-                            const std::string& nccl_id_hex, double timeout_s, std::ostream& log);
+                            const std::string& nccl_id_hex, LaunchBounds bounds, std::ostream& log);
 
 // The worker's end of the launcher's pipe. poll() never blocks: nullopt while nothing has
 // arrived, else the launcher's message (or a note that the launcher is gone: the pipe closed).

@@ -54,6 +54,7 @@ struct Options {
   int fail_rank = -1;
   int fail_epoch = -1;
   double timeout_s = 30.0;
+  double launch_timeout_s = 0.0;  // 0: 10x --timeout-s
   // allreduce
   std::int64_t min_bytes = 8;
   std::int64_t max_bytes = std::int64_t{1} << 30;
@@ -99,6 +100,7 @@ void validate(const Options& o) {
                      std::to_string(o.fail_epoch));
   }
   require_positive("--timeout-s", o.timeout_s);
+  require_at_least("--launch-timeout-s", o.launch_timeout_s, 0.0);
   require_at_least("--min-bytes", o.min_bytes, 4);
   require_at_least("--max-bytes", o.max_bytes, o.min_bytes);
   require_at_most("--max-bytes", o.max_bytes, std::int64_t{8} << 30);
@@ -146,6 +148,19 @@ std::string bytes_text(std::size_t b) {
 nlohmann::json stats_json(const Stats& s) {
   return {{"median", s.median}, {"min", s.min}, {"max", s.max}, {"repeats", s.count}};
 }
+
+// The multicast-off variables as this process has them (main set them; see launcher.h).
+nlohmann::json forced_environment_json() {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, value] : forced_environment()) {
+    const char* now = std::getenv(name.c_str());
+    j[name] = now ? nlohmann::json(now) : nlohmann::json(nullptr);
+  }
+  return j;
+}
+
+// The whole-run bound of a launch: --launch-timeout-s, or 10x --timeout-s.
+double launch_bound_s(const Options& o) { return o.launch_timeout_s > 0 ? o.launch_timeout_s : 10.0 * o.timeout_s; }
 
 // ---------------------------------------------------------------------------------------------
 // topology
@@ -199,8 +214,7 @@ void run_allreduce(const Options& o, const std::vector<int>& devices, Report& re
       << " GPU" << (n == 1 ? "" : "s") << " in one process, float sum, out of place; "
       << o.allreduce.iterations << " back-to-back per batch after " << o.allreduce.warmup << " warm-up, median of "
       << o.allreduce.batches << " batches; busbw = algbw * 2(n-1)/n = algbw * " << fixed(bus_factor(n), 2) << "\n";
-  const char* nvls = std::getenv("NCCL_NVLS_ENABLE");
-  out << "NCCL_NVLS_ENABLE=" << (nvls ? nvls : "(unset)") << "\n"
+  out << "multicast off (set by main before any NCCL call): " << forced_environment_text() << "\n"
       << "        size      time us     min us     algbw GB/s   busbw GB/s   wrong\n";
   const std::vector<AllreduceRow> rows = measure_allreduce(devices, sizes, o.allreduce);
   nlohmann::json j = nlohmann::json::array();
@@ -216,7 +230,8 @@ void run_allreduce(const Options& o, const std::vector<int>& devices, Report& re
   report.check(wrong == 0, "all-reduce: " + std::to_string(wrong) + " wrong elements");
   report.json()["allreduce"] = {{"gpus", n}, {"nccl_version", std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + "." + std::to_string(NCCL_PATCH)},
                                 {"iterations", o.allreduce.iterations}, {"batches", o.allreduce.batches},
-                                {"warmup", o.allreduce.warmup}, {"rows", j}, {"wrong", wrong}};
+                                {"warmup", o.allreduce.warmup}, {"rows", j}, {"wrong", wrong},
+                                {"environment", forced_environment_json()}};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -314,7 +329,8 @@ void run_dp(const Options& o, const std::vector<int>& devices, Report& report) {
   const Problem problem = make_problem(c);
   report.out() << "== dp: DataParallel analog: one process drives " << devices.size() << " GPU"
                << (devices.size() == 1 ? "" : "s") << "; " << c.points << " points (" << problem.train_points
-               << " train), " << c.epochs << " epochs, lr " << c.lr << "\n";
+               << " train), " << c.epochs << " epochs, lr " << c.lr << "\n"
+               << "multicast off: " << forced_environment_text() << "\n";
   auto reference = start_reference(c, o.reference_max);
   const ParallelRun run = train_data_parallel(problem, devices, o.repeats);
   report.json()["dp"] = report_training(run, c, std::move(reference), report);
@@ -350,10 +366,12 @@ LaunchOutcome launch_ddp(const Options& o, const regression::Config& c, int npro
   if (fd < 0) throw std::runtime_error("cannot create a temporary file in /tmp");
   close(fd);
   const std::string json_path = pattern;
+  require_forced_environment();
   ncclUniqueId id;
   NCCL_CHECK(ncclGetUniqueId(&id));  // this process hosts the bootstrap root until the ranks are done
   LaunchOutcome r;
-  r.launch = launch_workers(self_path(), worker_arguments(o, c, json_path), nproc, encode_unique_id(id), o.timeout_s, log);
+  r.launch = launch_workers(self_path(), worker_arguments(o, c, json_path), nproc, encode_unique_id(id),
+                            LaunchBounds{o.timeout_s, launch_bound_s(o)}, log);
   std::ifstream file(json_path);
   if (file && file.peek() != std::ifstream::traits_type::eof()) {
     try {
@@ -377,15 +395,27 @@ void run_ddp_launcher(const Options& o, const std::vector<int>& devices, Report&
   std::ostream& out = report.out();
   out << "== ddp: DistributedDataParallel analog: " << nproc << " rank" << (nproc == 1 ? "" : "s")
       << " (one process per GPU, built-in launcher); " << c.points << " points, " << c.epochs << " epochs, lr " << c.lr
-      << "\n" << std::flush;
+      << "\nmulticast off (every rank sets it in main before any NCCL call): " << forced_environment_text() << "\n"
+      << std::flush;
   const LaunchOutcome r = launch_ddp(o, c, nproc, out);
   nlohmann::json j = r.rank0.is_object() && r.rank0.contains("ddp") ? r.rank0["ddp"] : nlohmann::json::object();
   nlohmann::json exits = nlohmann::json::array();
   for (const ChildExit& e : r.launch.exits) {
-    exits.push_back({{"rank", e.rank}, {"status", e.status}, {"killed", e.killed}, {"seconds", e.seconds}});
+    exits.push_back({{"rank", e.rank}, {"status", e.status}, {"signaled", e.signaled}, {"killed", e.killed},
+                     {"seconds", e.seconds}});
   }
-  j["launcher"] = {{"nproc", nproc}, {"exits", exits}, {"timeout_s", o.timeout_s}};
-  if (r.launch.first_failure) {
+  j["launcher"] = {{"nproc", nproc}, {"exits", exits}, {"timeout_s", o.timeout_s},
+                   {"launch_timeout_s", launch_bound_s(o)}, {"timed_out", r.launch.timed_out},
+                   {"still_running", r.launch.still_running}};
+  j["environment"] = forced_environment_json();
+  if (r.launch.timed_out && !r.launch.first_failure) {
+    std::string ranks;
+    for (int rank : r.launch.still_running) ranks += " " + std::to_string(rank);
+    out << "launcher: no rank failed, but ranks" << ranks << " were still running after the whole-run bound of "
+        << launch_bound_s(o) << " s (--launch-timeout-s): killed\n";
+    report.check(false, "ddp: ranks" + ranks + " still running after " + fixed(launch_bound_s(o), 0) +
+                            " s (--launch-timeout-s): killed");
+  } else if (r.launch.first_failure) {
     const ChildExit& f = *r.launch.first_failure;
     double last = 0.0;
     for (const ChildExit& e : r.launch.exits) last = std::max(last, e.seconds);
@@ -421,7 +451,8 @@ int run_ddp_rank(const Options& o, int rank, int world, int local_rank, const nc
   if (rank != 0) return run.bit_identical() ? kExitOk : kExitFailure;
   Report report("multi_gpu", o.common.json);
   report.out() << "rank 0 of " << world << ": GPU " << s.device << ", " << c.points << " points (" << problem.train_points
-               << " train), " << c.epochs << " epochs, lr " << c.lr << "\n";
+               << " train), " << c.epochs << " epochs, lr " << c.lr << "; " << forced_environment_text() << "\n";
+  report.json()["environment"] = forced_environment_json();
   report.json()["ddp"] = report_training(run, c, std::move(reference), report);
   return report.finish();
 }
@@ -429,6 +460,7 @@ int run_ddp_rank(const Options& o, int rank, int world, int local_rank, const nc
 int run_mpi_rank(Options& o, int* argc, char*** argv) {
   MpiSession mpi(argc, argv);
   try {
+    require_forced_environment();  // main set it; mpirun's environment cannot undo that
     ncclUniqueId id;
     if (mpi.rank() == 0) NCCL_CHECK(ncclGetUniqueId(&id));
     mpi.broadcast_from_root(&id, sizeof id);
@@ -510,6 +542,8 @@ int run(int argc, char** argv) {
   ddp_group->add_option("--fail-rank", o.fail_rank, "this rank fails at --fail-epoch (fault injection)")->type_name("R");
   ddp_group->add_option("--fail-epoch", o.fail_epoch, "the epoch at which --fail-rank fails")->type_name("E");
   ddp_group->add_option("--timeout-s", o.timeout_s, "longest wait without progress; after a failure, the bound for every rank to stop");
+  ddp_group->add_option("--launch-timeout-s", o.launch_timeout_s,
+                        "bound of a whole launch (ddp, each scaling run), failure or not (default 10x --timeout-s)");
   auto* ar = app.add_option_group("allreduce", "all-reduce sweep");
   ar->add_option("--min-bytes", o.min_bytes, "smallest all-reduce (bytes)");
   ar->add_option("--max-bytes", o.max_bytes, "largest all-reduce (bytes; default 1 GiB, --quick 64 MiB)");
@@ -555,6 +589,7 @@ int run(int argc, char** argv) {
                << o.common.device << (mpi_built_in() ? "; MPI built in" : "; built without MPI (launcher: --nproc)")
                << "\n";
   report.json()["gpus"] = devices.size();
+  report.json()["environment"] = forced_environment_json();
   if (all || topology->parsed()) run_topology(o, devices, report);
   if (all || allreduce->parsed()) run_allreduce(o, devices, report);
   if (all || dp->parsed()) run_dp(o, devices, report);
@@ -566,5 +601,10 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return workbook::guarded_main("multi_gpu", [&] { return run(argc, argv); });
+  return workbook::guarded_main("multi_gpu", [&] {
+    // First, while this process has one thread and before any NCCL call: NVLink multicast off,
+    // whatever the environment said (this process, each launcher worker, each mpirun rank).
+    workbook::multi_gpu::apply_forced_environment();
+    return run(argc, argv);
+  });
 }

@@ -5,6 +5,7 @@
 #include "device_buffer.h"
 #include "multi_gpu.cuh"
 #include "nccl_check.h"
+#include "nccl_comm.h"
 #include "nvtx.h"
 #include "plan.h"
 #include "stream.h"
@@ -149,16 +150,10 @@ std::vector<AllreduceRow> measure_allreduce(const std::vector<int>& devices, con
     launch_fill_allreduce_input(ranks[r].send.data(), max_elements, r, ranks[r].stream->get());
     CUDA_CHECK(cudaMemsetAsync(ranks[r].receive.data(), 0, ranks[r].receive.bytes(), ranks[r].stream->get()));
   }
-  std::vector<ncclComm_t> comms(devices.size(), nullptr);
-  NCCL_CHECK(ncclCommInitAll(comms.data(), n, devices.data()));
-  for (int r = 0; r < n; ++r) ranks[r].comm = comms[r];
-  // ncclCommInitAll's communicators are destroyed on every path out of here.
-  struct Destroy {
-    std::vector<ncclComm_t>& comms;
-    ~Destroy() {
-      for (ncclComm_t c : comms) (void)ncclCommDestroy(c);
-    }
-  } destroy{comms};
+  // ncclCommInitAll's communicators: finalized (grouped) and destroyed at the end of the sweep;
+  // aborted by the group's destructor if an exception leaves with all-reduces still queued.
+  CommunicatorGroup comms = CommunicatorGroup::init_all(devices);
+  for (int r = 0; r < n; ++r) ranks[r].comm = comms.get(static_cast<std::size_t>(r));
 
   auto all_reduce = [&](std::size_t elements) {
     NCCL_CHECK(ncclGroupStart());
@@ -204,6 +199,8 @@ std::vector<AllreduceRow> measure_allreduce(const std::vector<int>& devices, con
     row.busbw_gbps = bus_bandwidth(row.algbw_gbps, n);
     rows.push_back(row);
   }
+  synchronize();
+  comms.finalize();
   CUDA_CHECK(cudaSetDevice(devices.front()));
   return rows;
 }

@@ -40,6 +40,7 @@ ncclUniqueId decode_unique_id(const std::string& hex) {
 }
 
 Communicator Communicator::init_rank(const ncclUniqueId& id, int ranks, int rank, const Watch& watch) {
+  require_forced_environment();  // multicast off before NCCL builds anything (launcher.h)
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // every call returns at once; the host polls (see the header)
   Communicator c;
@@ -132,6 +133,49 @@ void Communicator::finalize(const Watch& watch) {
   call(ncclCommFinalize(comm_), "communicator finalize", watch);
   wait_ready("communicator finalize", watch);
   NCCL_CHECK(ncclCommDestroy(std::exchange(comm_, nullptr)));
+}
+
+CommunicatorGroup CommunicatorGroup::init_all(const std::vector<int>& devices) {
+  require_forced_environment();  // multicast off before NCCL builds anything (launcher.h)
+  CommunicatorGroup g;
+  std::vector<ncclComm_t> comms(devices.size(), nullptr);
+  NCCL_CHECK(ncclCommInitAll(comms.data(), static_cast<int>(devices.size()), devices.data()));
+  g.comms_ = std::move(comms);
+  return g;
+}
+
+CommunicatorGroup& CommunicatorGroup::operator=(CommunicatorGroup&& other) noexcept {
+  if (this != &other) {
+    abort();
+    comms_ = std::exchange(other.comms_, {});
+  }
+  return *this;
+}
+
+void CommunicatorGroup::finalize() {
+  if (comms_.empty()) return;
+  try {
+    NCCL_CHECK(ncclGroupStart());
+    for (ncclComm_t c : comms_) NCCL_CHECK(ncclCommFinalize(c));
+    NCCL_CHECK(ncclGroupEnd());  // blocking communicators: returns when every one is quiescent
+  } catch (...) {
+    abort();
+    throw;
+  }
+  // Finalized: each destroy now frees local resources only.
+  std::vector<ncclComm_t> comms = std::exchange(comms_, {});
+  ncclResult_t first_destroy_error = ncclSuccess;
+  for (ncclComm_t c : comms) {
+    const ncclResult_t r = ncclCommDestroy(c);
+    if (first_destroy_error == ncclSuccess) first_destroy_error = r;
+  }
+  NCCL_CHECK(first_destroy_error);
+}
+
+void CommunicatorGroup::abort() noexcept {
+  for (ncclComm_t c : std::exchange(comms_, {})) {
+    if (c != nullptr) (void)ncclCommAbort(c);
+  }
 }
 
 }  // namespace workbook::multi_gpu

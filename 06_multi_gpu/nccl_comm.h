@@ -6,6 +6,10 @@
 //   comm.wait_event(epoch_done, "epoch 7", watch);   // polls the GPU, NCCL's async error, the pipe
 //   comm.finalize(watch);                             // flush, then destroy
 //
+//   CommunicatorGroup all = CommunicatorGroup::init_all({0, 1, 2, 3});   // one process, 4 GPUs
+//   ... ncclGroupStart(); ncclAllReduce(..., all.get(d), ...) per device; ncclGroupEnd(); ...
+//   all.finalize();                                    // grouped finalize, then destroy each
+//
 // A communicator made with ncclConfig_t::blocking = 0 returns from every call at once; the host
 // then polls ncclCommGetAsyncError. That is what makes a bounded wait possible: when a peer rank
 // dies, its partners' all-reduce kernels spin forever on the GPU, and only ncclCommAbort (from
@@ -23,6 +27,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace workbook::multi_gpu {
 
@@ -44,7 +49,7 @@ ncclUniqueId decode_unique_id(const std::string& hex);
 class Communicator {
  public:
   Communicator() = default;
-  // Owns a communicator made elsewhere (ncclCommInitAll: blocking).
+  // Owns a communicator made elsewhere (ncclCommInitAll ones belong in a CommunicatorGroup).
   explicit Communicator(ncclComm_t comm) : comm_(comm) {}
   // Rank `rank` of `ranks`, non-blocking, on the current device; waits for the init under `watch`.
   static Communicator init_rank(const ncclUniqueId& id, int ranks, int rank, const Watch& watch);
@@ -73,6 +78,35 @@ class Communicator {
   void wait_ready(const std::string& what, const Watch& watch);
 
   ncclComm_t comm_ = nullptr;
+};
+
+// The communicators of ncclCommInitAll: one per device, all driven by this thread, blocking.
+// finalize() is the orderly end: ncclCommFinalize of every one inside one group (one thread
+// drives them all, so each finalize must not wait for its peers alone), then ncclCommDestroy of
+// each. The destructor of a group that was not finalized (an exception left the scope, possibly
+// with collectives still queued) calls ncclCommAbort on each instead.
+class CommunicatorGroup {
+ public:
+  // Requires forced_environment() in effect (throws otherwise), then ncclCommInitAll.
+  static CommunicatorGroup init_all(const std::vector<int>& devices);
+
+  CommunicatorGroup() = default;
+  ~CommunicatorGroup() { abort(); }
+  CommunicatorGroup(CommunicatorGroup&& other) noexcept : comms_(std::exchange(other.comms_, {})) {}
+  CommunicatorGroup& operator=(CommunicatorGroup&& other) noexcept;
+  CommunicatorGroup(const CommunicatorGroup&) = delete;
+  CommunicatorGroup& operator=(const CommunicatorGroup&) = delete;
+
+  ncclComm_t get(std::size_t i) const { return comms_.at(i); }
+  std::size_t size() const { return comms_.size(); }
+  // Grouped ncclCommFinalize, then ncclCommDestroy of each; throws NcclError on failure (after
+  // aborting what is left).
+  void finalize();
+  // ncclCommAbort of each; never throws.
+  void abort() noexcept;
+
+ private:
+  std::vector<ncclComm_t> comms_;
 };
 
 }  // namespace workbook::multi_gpu

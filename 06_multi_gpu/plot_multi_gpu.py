@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """plot_multi_gpu.py RESULTS_DIR: the chapter's figures and summary from benchmark.sh's JSON.
 
-allreduce_busbw.png  bus bandwidth vs size (this program; NCCL's own figures where given)
+allreduce_busbw.png  bus bandwidth vs size (this program; nccl-tests' out-of-place busbw beside it)
 scaling.png          time per epoch, split into compute and all-reduce, for 1/2/4 GPUs
-Prints summary.md: the issue's numbers to reach, computed from the same files.
+Prints summary.md: the issue's numbers to reach, computed from the same files. Any file may be
+missing, or lack fields (a failed or partial run, a run split over two machines): what is there
+is used, what is not is named.
 """
 import json
 import os
@@ -14,6 +16,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+GIB = 1 << 30
+NEAR = 0.05  # "within 5%" of nccl-tests' busbw
+
 
 def load(path):
     try:
@@ -23,64 +28,140 @@ def load(path):
         return None
 
 
+def dig(obj, *keys, default=None):
+    """obj[k0][k1]... or default when any level is missing or not a dict/list."""
+    for k in keys:
+        try:
+            obj = obj[k]
+        except (KeyError, IndexError, TypeError):
+            return default
+    return obj
+
+
+def nccl_tests_rows(path):
+    """{bytes: out-of-place busbw GB/s} from all_reduce_perf's output, or {} when absent."""
+    try:
+        with open(path) as f:
+            text = f.read().splitlines()
+    except OSError:
+        return {}
+    busbw_column = 7  # size count type redop root time algbw busbw (out of place first)
+    for line in text:
+        words = line.lstrip("#").split()
+        if "size" in words and "busbw" in words:
+            busbw_column = words.index("busbw")
+            break
+    rows = {}
+    for line in text:
+        words = line.split()
+        if line.startswith("#") or len(words) <= busbw_column or not words[0].isdigit():
+            continue
+        try:
+            rows[int(words[0])] = float(words[busbw_column])
+        except ValueError:
+            continue
+    return rows
+
+
+def allreduce_part(results, lines):
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    plotted = False
+    for name in sorted(os.listdir(results)):
+        if not (name.startswith("allreduce_") and name.endswith("gpus.json")):
+            continue
+        a = dig(load(os.path.join(results, name)), "allreduce")
+        rows = [r for r in (dig(a, "rows") or []) if isinstance(r, dict) and "bytes" in r and "busbw_gbps" in r]
+        if not rows:
+            lines.append(f"- {name}: no all-reduce rows")
+            continue
+        n = dig(a, "gpus", default=name[len("allreduce_"):-len("gpus.json")])
+        ax.semilogx([r["bytes"] for r in rows], [r["busbw_gbps"] for r in rows], "o-", label=f"{n} GPUs")
+        plotted = True
+        top = rows[-1]
+        lines.append(f"- all-reduce, {n} GPUs, {top['bytes']} B: busbw {top['busbw_gbps']:.1f} GB/s, "
+                     f"{dig(top, 'time_us', 'median', default=float('nan')):.1f} us; "
+                     f"wrong elements {dig(a, 'wrong', default='?')}")
+        theirs = nccl_tests_rows(os.path.join(results, f"nccl_tests_{n}gpus.txt"))
+        if theirs:
+            ax.semilogx(sorted(theirs), [theirs[b] for b in sorted(theirs)], "x--", label=f"nccl-tests, {n} GPUs")
+        ours_gib = next((r["busbw_gbps"] for r in rows if r["bytes"] == GIB), None)
+        if ours_gib is not None and GIB in theirs:
+            ratio = ours_gib / theirs[GIB] if theirs[GIB] > 0 else 0.0
+            verdict = "within 5%" if ratio >= 1 - NEAR else f"MORE THAN 5% BELOW ({100 * (1 - ratio):.1f}% below)"
+            lines.append(f"- 1 GiB busbw, {n} GPUs: {ours_gib:.1f} GB/s here vs nccl-tests {theirs[GIB]:.1f} GB/s "
+                         f"(out of place): {100 * ratio:.1f}%, {verdict}")
+        elif ours_gib is not None:
+            lines.append(f"- 1 GiB busbw, {n} GPUs: {ours_gib:.1f} GB/s here; no nccl-tests 1 GiB row to compare")
+    if plotted:
+        ax.set_xlabel("bytes per rank")
+        ax.set_ylabel("bus bandwidth, GB/s")
+        ax.set_title("NCCL all-reduce (float sum, one process)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(results, "allreduce_busbw.png"), dpi=120)
+    plt.close(fig)
+
+
+def size_of(row, kind):
+    return row.get("points") if kind == "strong" else row.get("points_per_gpu")
+
+
+def scaling_part(results, lines):
+    need = ("kind", "points", "points_per_gpu", "gpus", "us_per_epoch")
+    rows = [r for r in (dig(load(os.path.join(results, "scaling.json")), "scaling", "rows") or [])
+            if isinstance(r, dict) and all(k in r for k in need)]
+    if not rows:
+        lines.append("- scaling: no results")
+        return
+    torch_rows = [r for r in (dig(load(os.path.join(results, "pytorch_scaling.json")), "scaling", "rows") or [])
+                  if isinstance(r, dict) and all(k in r for k in need)]
+    groups = list(dict.fromkeys((r["kind"], size_of(r, r["kind"])) for r in rows))
+    fig, axes = plt.subplots(1, len(groups), figsize=(4 * len(groups), 4), squeeze=False)
+    for ax, (kind, size) in zip(axes[0], groups):
+        sel = [r for r in rows if r["kind"] == kind and size_of(r, kind) == size]
+        g = [str(r["gpus"]) for r in sel]
+        compute = [r.get("compute_us", 0.0) for r in sel]
+        ax.bar(g, compute, label="compute")
+        ax.bar(g, [r.get("allreduce_us", 0.0) for r in sel], bottom=compute, label="all-reduce")
+        ax.plot(g, [r["us_per_epoch"] for r in sel], "k_", markersize=20, label="epoch")
+        t = [r for r in torch_rows if r["kind"] == kind and size_of(r, kind) == size]
+        if t:
+            ax.plot([str(r["gpus"]) for r in t], [r["us_per_epoch"] for r in t], "rx", label="PyTorch DDP")
+        ax.set_title(f"{kind}, {size:,} points{' per GPU' if kind == 'weak' else ''}")
+        ax.set_xlabel("GPUs")
+        ax.set_ylabel("us per epoch")
+        ax.legend(fontsize=8)
+        for r in sel:
+            lines.append(f"- {kind} {r['points']} points on {r['gpus']} GPUs: {r['us_per_epoch']:.2f} us/epoch "
+                         f"(compute {r.get('compute_us', float('nan')):.2f}, all-reduce "
+                         f"{r.get('allreduce_us', float('nan')):.2f}), efficiency "
+                         f"{100 * r.get('efficiency', 0.0):.1f}%{'' if r.get('passed', True) else ' FAILED'}")
+    fig.tight_layout()
+    fig.savefig(os.path.join(results, "scaling.png"), dpi=120)
+    plt.close(fig)
+
+
+def ddp_part(results, lines):
+    for name in sorted(os.listdir(results)):
+        if not (name.startswith("ddp_") and name.endswith(".json")) or name.startswith("ddp_pytorch"):
+            continue
+        ours = dig(load(os.path.join(results, name)), "ddp")
+        theirs = dig(load(os.path.join(results, name.replace("ddp_", "ddp_pytorch_"))), "pytorch_ddp")
+        a, b = dig(ours, "us_per_epoch"), dig(theirs, "us_per_epoch")
+        if a and b:
+            lines.append(f"- DDP, {dig(ours, 'ranks', default='?')} ranks, {dig(ours, 'points', default='?')} points: "
+                         f"{a:.2f} us/epoch here vs PyTorch DDP {b:.2f} us/epoch ({b / a:.1f}x)")
+        elif ours is not None:
+            lines.append(f"- {name}: {'us_per_epoch missing' if not a else 'no PyTorch result beside it'}")
+
+
 def main():
     results = sys.argv[1]
     lines = ["# Chapter 06 results", ""]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name in sorted(os.listdir(results)):
-        if name.startswith("allreduce_") and name.endswith("gpus.json"):
-            j = load(os.path.join(results, name))
-            if not j or "allreduce" not in j:
-                continue
-            a = j["allreduce"]
-            rows = a["rows"]
-            ax.semilogx([r["bytes"] for r in rows], [r["busbw_gbps"] for r in rows], "o-", label=f"{a['gpus']} GPUs")
-            top = rows[-1]
-            lines.append(f"- all-reduce, {a['gpus']} GPUs, {top['bytes']} B: busbw {top['busbw_gbps']:.1f} GB/s, "
-                         f"{top['time_us']['median']:.1f} us; wrong elements {a['wrong']}")
-    ax.set_xlabel("bytes per rank")
-    ax.set_ylabel("bus bandwidth, GB/s")
-    ax.set_title("NCCL all-reduce (float sum, one process)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(os.path.join(results, "allreduce_busbw.png"), dpi=120)
-
-    ours = load(os.path.join(results, "scaling.json"))
-    torch_rows = load(os.path.join(results, "pytorch_scaling.json"))
-    if ours and "scaling" in ours:
-        rows = ours["scaling"]["rows"]
-        groups = [(k, p) for k, p in dict.fromkeys((r["kind"], r["points"] if r["kind"] == "strong" else r["points_per_gpu"]) for r in rows)]
-        fig, axes = plt.subplots(1, len(groups), figsize=(4 * len(groups), 4), squeeze=False)
-        for ax, (kind, size) in zip(axes[0], groups):
-            sel = [r for r in rows if r["kind"] == kind and (r["points"] if kind == "strong" else r["points_per_gpu"]) == size]
-            g = [str(r["gpus"]) for r in sel]
-            ax.bar(g, [r["compute_us"] for r in sel], label="compute")
-            ax.bar(g, [r["allreduce_us"] for r in sel], bottom=[r["compute_us"] for r in sel], label="all-reduce")
-            ax.plot(g, [r["us_per_epoch"] for r in sel], "k_", markersize=20, label="epoch")
-            if torch_rows:
-                t = [r for r in torch_rows["scaling"]["rows"] if r["kind"] == kind and
-                     (r["points"] if kind == "strong" else r["points_per_gpu"]) == size]
-                if t:
-                    ax.plot([str(r["gpus"]) for r in t], [r["us_per_epoch"] for r in t], "rx", label="PyTorch DDP")
-            ax.set_title(f"{kind}, {size:,} points{' per GPU' if kind == 'weak' else ''}")
-            ax.set_xlabel("GPUs")
-            ax.set_ylabel("us per epoch")
-            ax.legend(fontsize=8)
-            for r in sel:
-                lines.append(f"- {kind} {r['points']} points on {r['gpus']} GPUs: {r['us_per_epoch']:.2f} us/epoch "
-                             f"(compute {r['compute_us']:.2f}, all-reduce {r['allreduce_us']:.2f}), "
-                             f"efficiency {100 * r['efficiency']:.1f}%")
-        fig.tight_layout()
-        fig.savefig(os.path.join(results, "scaling.png"), dpi=120)
-    for name in sorted(os.listdir(results)):
-        if name.startswith("ddp_") and name.endswith(".json") and not name.startswith("ddp_pytorch"):
-            ours_ddp = load(os.path.join(results, name))
-            theirs = load(os.path.join(results, name.replace("ddp_", "ddp_pytorch_")))
-            if ours_ddp and theirs and "ddp" in ours_ddp:
-                a, b = ours_ddp["ddp"]["us_per_epoch"], theirs["pytorch_ddp"]["us_per_epoch"]
-                lines.append(f"- DDP, {ours_ddp['ddp']['ranks']} ranks, {ours_ddp['ddp']['points']} points: "
-                             f"{a:.2f} us/epoch here vs PyTorch DDP {b:.2f} us/epoch ({b / a:.1f}x)")
+    allreduce_part(results, lines)
+    scaling_part(results, lines)
+    ddp_part(results, lines)
     print("\n".join(lines))
 
 

@@ -95,18 +95,18 @@ ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& 
                                           p.stream->get());
     p.marks = std::make_unique<EpochMarks>(epochs);
   }
-  // One communicator per device, all made by this thread in one call.
-  std::vector<ncclComm_t> raw(devices.size(), nullptr);
-  NCCL_CHECK(ncclCommInitAll(raw.data(), count, devices.data()));
-  std::vector<Communicator> comms;
-  for (ncclComm_t c : raw) comms.emplace_back(c);
+  // One communicator per device, all made by this thread in one call (blocking ones: this thread
+  // issues every device's part of each collective inside one group, so nothing waits on another
+  // process). An exception from here on aborts them (see CommunicatorGroup).
+  CommunicatorGroup comms = CommunicatorGroup::init_all(devices);
 
   auto set = [&](const Plan& p) { CUDA_CHECK(cudaSetDevice(p.device)); };
   auto all_reduce = [&](auto buffer_of) {
     NCCL_CHECK(ncclGroupStart());  // one collective across the devices of this thread
     for (int d = 0; d < count; ++d) {
       float* buffer = buffer_of(*plans[d].replica);
-      NCCL_CHECK(ncclAllReduce(buffer, buffer, 3, ncclFloat, ncclSum, comms[d].get(), plans[d].stream->get()));
+      NCCL_CHECK(ncclAllReduce(buffer, buffer, 3, ncclFloat, ncclSum, comms.get(static_cast<std::size_t>(d)),
+                               plans[d].stream->get()));
     }
     NCCL_CHECK(ncclGroupEnd());
   };
@@ -171,7 +171,7 @@ ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& 
     out.ranks.push_back(rr);
     if (d == 0) out.losses = r.losses;
   }
-  for (Communicator& c : comms) NCCL_CHECK(ncclCommDestroy(c.release()));
+  comms.finalize();  // every stream synchronized above: grouped finalize, then destroy
   CUDA_CHECK(cudaSetDevice(devices.front()));
   return out;
 }
