@@ -22,7 +22,8 @@ import os
 import statistics
 import sys
 
-# NVLink multicast stays off in every process (see the machine notes); set before torch loads NCCL.
+# NVLink multicast (NVLS) stays off in every process, as in the C++ program (launcher.cpp says why);
+# it must be set before torch loads NCCL.
 for name, value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")):
     os.environ[name] = value
 
