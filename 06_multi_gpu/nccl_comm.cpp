@@ -79,21 +79,29 @@ void Communicator::fail(const std::string& why) {
 void Communicator::wait_ready(const std::string& what, const Watch& watch) {
   const auto deadline = deadline_after(watch.timeout_s);
   while (true) {
-    ncclResult_t state = ncclSuccess;
-    const ncclResult_t queried = ncclCommGetAsyncError(comm_, &state);
-    if (queried != ncclSuccess) state = queried;
-    if (state == ncclSuccess) return;
-    if (state != ncclInProgress) {
-      fail(watch.who + ": " + what + ": NCCL reports " + ncclGetErrorString(state) + last_error_text(comm_));
-    }
-    if (watch.control != nullptr) {
-      if (auto message = watch.control->poll()) fail(watch.who + ": stopping in " + what + ": " + *message);
-    }
-    if (Clock::now() > deadline) {
-      fail(watch.who + ": no progress for " + seconds(watch.timeout_s) + " in " + what +
-           " (a peer rank failed or hangs)");
-    }
+    if (async_state(what, watch) == ncclSuccess) return;
+    check_stop(what, watch, deadline);
     std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+ncclResult_t Communicator::async_state(const std::string& what, const Watch& watch) {
+  ncclResult_t state = ncclSuccess;
+  const ncclResult_t queried = ncclCommGetAsyncError(comm_, &state);
+  if (queried != ncclSuccess) state = queried;
+  if (state != ncclSuccess && state != ncclInProgress) {
+    fail(watch.who + ": " + what + ": NCCL reports " + ncclGetErrorString(state) + last_error_text(comm_));
+  }
+  return state;
+}
+
+void Communicator::check_stop(const std::string& what, const Watch& watch, Clock::time_point deadline) {
+  if (watch.control != nullptr) {
+    if (auto message = watch.control->poll()) fail(watch.who + ": stopping in " + what + ": " + *message);
+  }
+  if (Clock::now() > deadline) {
+    fail(watch.who + ": no progress for " + seconds(watch.timeout_s) + " in " + what +
+         " (a peer rank failed or hangs)");
   }
 }
 
@@ -109,19 +117,8 @@ void Communicator::wait_event(cudaEvent_t event, const std::string& what, const 
     const cudaError_t status = cudaEventQuery(event);
     if (status == cudaSuccess) return;
     if (status != cudaErrorNotReady) CUDA_CHECK(status);
-    ncclResult_t state = ncclSuccess;
-    const ncclResult_t queried = ncclCommGetAsyncError(comm_, &state);
-    if (queried != ncclSuccess) state = queried;
-    if (state != ncclSuccess && state != ncclInProgress) {
-      fail(watch.who + ": " + what + ": NCCL reports " + ncclGetErrorString(state) + last_error_text(comm_));
-    }
-    if (watch.control != nullptr) {
-      if (auto message = watch.control->poll()) fail(watch.who + ": stopping in " + what + ": " + *message);
-    }
-    if (Clock::now() > deadline) {
-      fail(watch.who + ": no progress for " + seconds(watch.timeout_s) + " in " + what +
-           " (a peer rank failed or hangs)");
-    }
+    (void)async_state(what, watch);
+    check_stop(what, watch, deadline);
     // Spin for the first ~1000 polls (an epoch is tens of microseconds), then back off.
     if (spins < 1000) std::this_thread::yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(100));

@@ -24,6 +24,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <chrono>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -76,6 +77,10 @@ class Communicator {
  private:
   [[noreturn]] void fail(const std::string& why);
   void wait_ready(const std::string& what, const Watch& watch);
+  // The two checks every wait repeats: NCCL's asynchronous state (fails on an error, returns
+  // ncclSuccess or ncclInProgress), and the launcher's stop message or the deadline (fails).
+  ncclResult_t async_state(const std::string& what, const Watch& watch);
+  void check_stop(const std::string& what, const Watch& watch, std::chrono::steady_clock::time_point deadline);
 
   ncclComm_t comm_ = nullptr;
 };
