@@ -25,7 +25,8 @@ bool is_power_of_two(std::size_t n);
 std::vector<std::size_t> transfer_sizes(std::size_t min_bytes, std::size_t max_bytes);
 
 // Timed repeats for one copy size: `base` up to 16 MiB, then fewer so that each size costs about
-// the same time, never fewer than 3 (a median needs three). Warm-up: 2 below 64 MiB, else 1.
+// the same time, but never fewer than `base` clamped to [3, 10] (a median needs three, and ten
+// keep it steady). Warm-up: 2 below 64 MiB, else 1.
 workbook::Repeats repeats_for(std::size_t bytes, int base);
 
 // Milliseconds per GiB, to compare the cost of allocations of different sizes.

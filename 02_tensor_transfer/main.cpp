@@ -178,7 +178,7 @@ void measure_random_tensor(Report& report, const Options& o, int gpu, cudaStream
                 on_host.min, on_host.max);
   out << format("   GPU:  cuRAND in GPU memory               %10.3f ms  (GPU time %.3f ms: %.0f GB/s written)\n",
                 on_device.median, on_device_gpu.median, workbook::gigabytes_per_second(bytes, on_device_gpu.median));
-  out << format("   made on the GPU: %.0fx faster (issue's target: at least 10x)\n", speedup);
+  out << format("   made on the GPU: %.0fx faster (the chapter's target: at least 10x)\n", speedup);
   report.json()["random_tensor"] = {{"bytes", bytes},
                                     {"host_then_copy", stats_json(on_host)},
                                     {"device", stats_json(on_device)},
@@ -289,7 +289,7 @@ std::vector<Row> measure_bandwidth(Report& report, const Options& o, std::byte* 
   return rows;
 }
 
-// The first target: pinned copies of 256 MiB reach at least 90% of the best rate seen.
+// The chapter's first target: pinned copies of 256 MiB reach at least 90% of the best rate seen.
 void summarize_headline(Report& report, const std::vector<Row>& rows) {
   const std::size_t headline_bytes = 256 * kMiB;
   nlohmann::json headline = nlohmann::json::object();

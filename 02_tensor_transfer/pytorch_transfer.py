@@ -30,7 +30,7 @@ def repeats_for(nbytes, base):
     """Same rule as transfer::repeats_for in bandwidth.cpp."""
     warmup = 2 if nbytes < 64 * MiB else 1
     scale = 1.0 if nbytes <= 16 * MiB else 16 * MiB / nbytes
-    return warmup, max(3, round(base * scale))
+    return warmup, max(min(max(base, 3), 10), round(base * scale))
 
 
 def time_on_stream(work, warmup, timed):
