@@ -107,7 +107,7 @@ void mse_backward_cpu(const float* pred, const float* y, const float* x, std::in
                       float* grad_b);
 void sgd_step_cpu(float* param, float grad, float lr);
 
-// How close a float32 run must land to the reference (the tolerances). Float32 rounding
+// How close a float32 run must land to the reference (the chapter's tolerances). Float32 rounding
 // moves w and b by about 1e-7 relative and the losses by about 2e-6 at 5M points (see README).
 inline constexpr Tolerance kParameterTolerance{0.0, 1e-5};
 inline constexpr Tolerance kLossTolerance{0.0, 1e-4};

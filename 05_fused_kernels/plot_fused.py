@@ -5,7 +5,7 @@ time_vs_size.png   training time (200 epochs) against points, log-log: every CUD
                    (sweep.csv) and every PyTorch mode (pytorch_sweep.csv);
 per_operation.png  per-epoch time of each kernel / step at 5M points: 04's unfused kernels,
                    the fused kernel + update (fused.json), PyTorch eager's steps (pytorch_sweep.json).
-Prints summary.md (a Markdown table and the issue's numbers to reach) on stdout.
+Prints summary.md (a Markdown table and the chapter's targets, judged) on stdout.
 """
 import csv
 import json

@@ -20,7 +20,7 @@
 
 namespace workbook::fused {
 
-// The article's sizes, plus 100K (the "100K points and below" line).
+// The article's sizes, plus 100K (the size below which launch costs rule the epoch).
 std::vector<std::int64_t> default_sweep_sizes();
 
 // "500,5K,2M,100M" (K = 1e3, M = 1e6) or plain integers. Throws UsageError naming --sizes.
