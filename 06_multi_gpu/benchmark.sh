@@ -2,18 +2,19 @@
 # benchmark.sh BUILD_DIR RESULTS_DIR [STEPS]: chapter 06's full measurement on a machine with 1-4
 # GPUs (about 4 minutes on 4 H200s). Steps, in order: topology; allreduce (8 B..1 GiB on 2, 4, 8
 # GPUs, those there are); dp and ddp (5M points; ddp on 1, 2, 4 ranks, with PyTorch DDP beside);
-# scaling (strong 5M, 100M; weak 100M per GPU, over 1, 2, 4; PyTorch too); fault (rank 1 of 2
-# dies); nccl_tests (all_reduce_perf with the measured anchors' flags, if installed); plot
-# (plots and summary.md from whatever RESULTS_DIR holds).
+# mpi (ddp on 2 and 4 ranks started by mpirun, when the build has MPI); scaling (strong 5M, 100M;
+# weak 100M per GPU, over 1, 2, 4; PyTorch too); fault (rank 1 of 2 dies); nccl_tests
+# (all_reduce_perf -b 8 -e 1G -f 8 -n 20 -w 5, when it is installed); plot (plots and summary.md
+# from whatever RESULTS_DIR holds).
 # STEPS (or the STEPS environment variable) is a comma list of those names, default all of them,
 # so that the measurement can be split over two runs into the same RESULTS_DIR, e.g.
 #   benchmark.sh build/06_multi_gpu results topology,allreduce,nccl_tests,plot
-#   benchmark.sh build/06_multi_gpu results dp,ddp,scaling,fault,plot
+#   benchmark.sh build/06_multi_gpu results dp,ddp,mpi,scaling,fault,plot
 # GPUs counted are those this process may use: CUDA_VISIBLE_DEVICES when set, else nvidia-smi's.
 set -euo pipefail
 build=$1
 results=$2
-steps=",${3:-${STEPS:-topology,allreduce,dp,ddp,scaling,fault,nccl_tests,plot}},"
+steps=",${3:-${STEPS:-topology,allreduce,dp,ddp,mpi,scaling,fault,nccl_tests,plot}},"
 here=$(cd "$(dirname "$0")" && pwd)
 program=$build/multi_gpu
 mkdir -p "$results"
@@ -53,6 +54,15 @@ if step ddp; then
     python3 "$here/pytorch_ddp.py" --nproc "$n" --json "$results/ddp_pytorch_${n}.json" | tee "$results/ddp_pytorch_${n}.txt" || status=1
   done
 fi
+# The same DDP run with OpenMPI starting the ranks (when the build has MPI and mpirun is here).
+if step mpi && command -v mpirun >/dev/null; then
+  for n in 2 4; do
+    (( n <= gpus )) || continue
+    mpirun --allow-run-as-root --bind-to none -x NCCL_NVLS_ENABLE=0 -np "$n" "$program" ddp \
+      --json "$results/mpi_ddp_${n}.json" >"$results/mpi_ddp_${n}.txt" 2>&1 || status=1
+    cat "$results/mpi_ddp_${n}.txt"
+  done
+fi
 if step scaling; then
   "$program" scaling --repeats 3 --json "$results/scaling.json" | tee "$results/scaling.txt" || status=1
   python3 "$here/pytorch_ddp.py" --scaling --repeats 3 --json "$results/pytorch_scaling.json" | tee "$results/pytorch_scaling.txt" || status=1
@@ -64,7 +74,8 @@ if step fault && (( gpus >= 2 )); then
     >"$results/fault.txt" 2>&1 && status=1  # it must fail
   echo "wall seconds: $((SECONDS - start))" >>"$results/fault.txt"
 fi
-# NCCL's own test with the measured anchors' flags (-f 8), when it is on this machine.
+# NCCL's own test, when it is on this machine (plot_multi_gpu.py otherwise compares with the
+# reference figures it carries; see there).
 if step nccl_tests && command -v all_reduce_perf >/dev/null; then
   for n in 2 4; do
     (( n <= gpus )) || continue

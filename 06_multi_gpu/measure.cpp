@@ -13,11 +13,14 @@
 #include <nccl.h>
 
 #include <memory>
+#include <utility>
+#include <vector>
 
 namespace workbook::multi_gpu {
 namespace {
 
-constexpr int kLatencyCopies = 100;  // back-to-back 4-byte copies per timed sample
+constexpr int kLatencyCopies = 100;       // back-to-back 4-byte copies per timed sample
+constexpr double kLatchTimeoutMs = 1000.0;  // far longer than queuing 100 copies takes the host
 
 // Enables (or disables) peer access both ways between a and b. Returns false when the driver says
 // it cannot. cudaErrorPeerAccessAlreadyEnabled / NotEnabled are what the state already is: fine.
@@ -39,6 +42,34 @@ struct PeerBuffers {
   DeviceBuffer<char> source, destination;
 };
 
+// A host-side counter that latches release (see launch_latch), one ticket per sample.
+struct LatchRelease {
+  PinnedBuffer<unsigned> counter{1};
+  unsigned issued = 0;
+  LatchRelease() { counter.data()[0] = 0; }
+  void raise() { static_cast<volatile unsigned*>(counter.data())[0] = issued; }
+};
+
+// Like time_on_stream, but each sample's work is queued behind a latch and released at once:
+// the events bracket the GPU running the work back to back, not the host issuing it. Issuing a
+// 4-byte peer copy takes the host a few microseconds, as long as the copy itself, so without the
+// latch the GPU would wait on the host between copies and the "latency" would be the host's.
+template <class Work>
+Stats time_latched(cudaStream_t stream, Repeats repeats, LatchRelease& release, Work&& work) {
+  std::vector<double> ms;
+  Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
+  for (int i = 0; i < repeats.warmup + repeats.timed; ++i) {
+    launch_latch(release.counter.data(), ++release.issued, kLatchTimeoutMs, stream);
+    start.record(stream);
+    work();
+    stop.record(stream);
+    release.raise();
+    stop.synchronize();
+    if (i >= repeats.warmup) ms.push_back(elapsed_ms(start, stop));
+  }
+  return summarize(std::move(ms));
+}
+
 }  // namespace
 
 Topology measure_topology(const std::vector<int>& devices, std::size_t bytes, Repeats repeats) {
@@ -48,6 +79,7 @@ Topology measure_topology(const std::vector<int>& devices, std::size_t bytes, Re
   t.bytes = bytes;
   const int n = static_cast<int>(devices.size());
   std::vector<PeerBuffers> buffers(devices.size());
+  LatchRelease release;
   for (int i = 0; i < n; ++i) {
     cudaDeviceProp prop{};
     CUDA_CHECK(cudaGetDeviceProperties(&prop, devices[i]));
@@ -110,7 +142,7 @@ Topology measure_topology(const std::vector<int>& devices, std::size_t bytes, Re
           CUDA_CHECK(cudaStreamWaitEvent(s, join.get(), 0));
         });
         link.bidirectional_gbps[mode] = gigabytes_per_second(2.0 * static_cast<double>(bytes), both.median);
-        const Stats latency = time_on_stream(s, repeats, [&] {
+        const Stats latency = time_latched(s, repeats, release, [&] {
           for (int k = 0; k < kLatencyCopies; ++k) {
             CUDA_CHECK(cudaMemcpyPeerAsync(b.destination.data(), link.to, a.source.data(), link.from, 4, s));
           }

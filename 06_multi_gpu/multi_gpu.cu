@@ -180,6 +180,20 @@ __global__ void count_wrong_kernel(const float* data, std::size_t count, int ran
   if (mine != 0) atomicAdd(wrong, mine);  // an integer count: any order gives the same total
 }
 
+__device__ unsigned long long globaltimer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// One thread polls the host's counter through PCIe (volatile: every read goes to host memory).
+__global__ void latch_kernel(const volatile unsigned* release, unsigned ticket, unsigned long long timeout_ns) {
+  const unsigned long long start = globaltimer_ns();
+  while (*release < ticket) {
+    if (globaltimer_ns() - start > timeout_ns) return;  // the host never raised it: go on, do not hang
+  }
+}
+
 int elementwise_blocks(std::int64_t n) {
   return static_cast<int>(std::clamp<std::int64_t>(ceil_div(n, kThreads), 1, 4096));
 }
@@ -292,6 +306,11 @@ Replica::Result Replica::read(int epochs) const {
 
 void launch_fill_allreduce_input(float* data, std::size_t count, int rank, cudaStream_t stream) {
   fill_kernel<<<elementwise_blocks(static_cast<std::int64_t>(count)), kThreads, 0, stream>>>(data, count, rank);
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_latch(const unsigned* release, unsigned ticket, double timeout_ms, cudaStream_t stream) {
+  latch_kernel<<<1, 1, 0, stream>>>(release, ticket, static_cast<unsigned long long>(timeout_ms * 1e6));
   CUDA_CHECK_LAUNCH();
 }
 

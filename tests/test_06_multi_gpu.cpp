@@ -11,6 +11,7 @@
 #include "fused_kernels.cuh"
 #include "gpu_support.h"
 #include "launcher.h"
+#include "mpi_bootstrap.h"
 #include "nccl_comm.h"
 #include "plan.h"
 #include "regression.h"
@@ -482,6 +483,22 @@ TEST_CASE("DP and DDP on 4 GPUs equal single-GPU; ranks bit-identical", "[multig
   // 3 ranks: shards of unequal size (200017 points: 160013 train = 53338 + 53338 + 53337; 40004
   // test = 13335 + 13335 + 13334; checked in the sharding case).
   require_training_passed(run_json({"ddp", "--quick", "--nproc", "3", "--points", "200017"})["ddp"], 3);
+}
+
+TEST_CASE("mpirun -np 2: the DDP analog equals single-GPU; ranks bit-identical", "[multigpu]") {
+  require_gpus(2);
+  if (!mpi_built_in()) SKIP("this build has no MPI (install libopenmpi-dev and reconfigure)");
+  if (run_program({"mpirun", "--version"}).exit_code != 0) SKIP("mpirun is not on PATH");
+  const std::string path = temp_path("mpirun.json");
+  // --allow-run-as-root: OpenMPI refuses root without it (containers); --bind-to none: the ranks
+  // are not pinned to one core each. The program turns NVLink multicast off itself; -x says so
+  // to every rank's environment as well.
+  const ProgramResult r = run_program({"mpirun", "--allow-run-as-root", "--bind-to", "none", "-x",
+                                       "NCCL_NVLS_ENABLE=0", "-np", "2", WORKBOOK_PROGRAM, "ddp", "--quick",
+                                       "--json", path});
+  CAPTURE(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  require_training_passed(read_json(path)["ddp"], 2);
 }
 
 TEST_CASE("all-reduce: every element of every rank exact, 2 GPUs and more", "[multigpu]") {
