@@ -52,6 +52,10 @@ if step ddp; then
     (( n <= gpus )) || continue
     "$program" ddp --nproc "$n" --json "$results/ddp_${n}.json" | tee "$results/ddp_${n}.txt" || status=1
     python3 "$here/pytorch_ddp.py" --nproc "$n" --json "$results/ddp_pytorch_${n}.json" | tee "$results/ddp_pytorch_${n}.txt" || status=1
+    if (( n > 1 )); then  # the same run with non-blocking communicators, for the README's comparison
+      "$program" ddp --nproc "$n" --nccl-nonblocking --json "$results/nonblocking_ddp_${n}.json" \
+        >"$results/nonblocking_ddp_${n}.txt" 2>&1 || status=1
+    fi
   done
 fi
 # The same DDP run with OpenMPI starting the ranks (when the build has MPI and mpirun is here).

@@ -55,6 +55,7 @@ struct Options {
   int fail_epoch = -1;
   double timeout_s = 30.0;
   double launch_timeout_s = 0.0;  // 0: 10x --timeout-s
+  bool nccl_nonblocking = false;  // ncclConfig_t::blocking = 0 for the DDP communicators
   // allreduce
   std::int64_t min_bytes = 8;
   std::int64_t max_bytes = std::int64_t{1} << 30;
@@ -352,6 +353,7 @@ std::vector<std::string> worker_arguments(const Options& o, const regression::Co
   noise << std::setprecision(17) << c.noise;
   a.insert(a.end(), {"--noise", noise.str()});
   if (o.fail_rank >= 0) a.insert(a.end(), {"--fail-rank", std::to_string(o.fail_rank), "--fail-epoch", std::to_string(o.fail_epoch)});
+  if (o.nccl_nonblocking) a.emplace_back("--nccl-nonblocking");
   return a;
 }
 
@@ -445,6 +447,7 @@ int run_ddp_rank(const Options& o, int rank, int world, int local_rank, const nc
   s.id = id;
   s.watch = Watch{o.timeout_s, control, "rank " + std::to_string(rank)};
   s.fail_rank = o.fail_rank;
+  s.nonblocking = o.nccl_nonblocking;
   s.fail_epoch = o.fail_epoch;
   auto reference = rank == 0 ? start_reference(c, o.reference_max) : std::future<regression::TrainingResult>{};
   const ParallelRun run = train_ddp_rank(problem, s, o.repeats);
@@ -544,6 +547,9 @@ int run(int argc, char** argv) {
   ddp_group->add_option("--timeout-s", o.timeout_s, "longest wait without progress; after a failure, the bound for every rank to stop");
   ddp_group->add_option("--launch-timeout-s", o.launch_timeout_s,
                         "bound of a whole launch (ddp, each scaling run), failure or not (default 10x --timeout-s)");
+  ddp_group->add_flag("--nccl-nonblocking", o.nccl_nonblocking,
+                      "DDP communicators with ncclConfig_t::blocking = 0 (each collective then starts from a helper "
+                      "thread: slower, see README)");
   auto* ar = app.add_option_group("allreduce", "all-reduce sweep");
   ar->add_option("--min-bytes", o.min_bytes, "smallest all-reduce (bytes)");
   ar->add_option("--max-bytes", o.max_bytes, "largest all-reduce (bytes; default 1 GiB, --quick 64 MiB)");

@@ -29,6 +29,18 @@ std::string last_error_text(ncclComm_t comm) {
   return text != nullptr && *text != '\0' ? std::string(": ") + text : std::string();
 }
 
+// The pause between two polls of both wait loops. A collective of a training epoch is ready within
+// microseconds, so for the first 2 ms the host only yields: a sleep of even 100 us there would add
+// 100 us to every epoch. Past that something is slow (a peer is late or gone), and polling every
+// 100 us keeps the waiting rank from burning a core while the deadline runs.
+void pause_between_polls(Clock::time_point waiting_since) {
+  if (Clock::now() - waiting_since < std::chrono::milliseconds(2)) {
+    std::this_thread::yield();
+  } else {
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
 }  // namespace
 
 std::string encode_unique_id(const ncclUniqueId& id) { return to_hex(id.internal, sizeof id.internal); }
@@ -39,10 +51,11 @@ ncclUniqueId decode_unique_id(const std::string& hex) {
   return id;
 }
 
-Communicator Communicator::init_rank(const ncclUniqueId& id, int ranks, int rank, const Watch& watch) {
+Communicator Communicator::init_rank(const ncclUniqueId& id, int ranks, int rank, const Watch& watch,
+                                     bool nonblocking) {
   require_forced_environment();  // multicast off before NCCL builds anything (launcher.h)
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;  // every call returns at once; the host polls (see the header)
+  config.blocking = nonblocking ? 0 : 1;  // see the header: blocking or not
   Communicator c;
   const ncclResult_t result = ncclCommInitRankConfig(&c.comm_, ranks, id, rank, &config);
   if (result != ncclSuccess && result != ncclInProgress) {
@@ -77,11 +90,12 @@ void Communicator::fail(const std::string& why) {
 // Polls until the communicator has no operation in progress. Each loop: NCCL's asynchronous
 // state, then the launcher's pipe, then the clock.
 void Communicator::wait_ready(const std::string& what, const Watch& watch) {
+  const auto since = Clock::now();
   const auto deadline = deadline_after(watch.timeout_s);
   while (true) {
     if (async_state(what, watch) == ncclSuccess) return;
     check_stop(what, watch, deadline);
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    pause_between_polls(since);
   }
 }
 
@@ -112,16 +126,15 @@ void Communicator::call(ncclResult_t result, const std::string& what, const Watc
 }
 
 void Communicator::wait_event(cudaEvent_t event, const std::string& what, const Watch& watch) {
+  const auto since = Clock::now();
   const auto deadline = deadline_after(watch.timeout_s);
-  for (long spins = 0;; ++spins) {
+  while (true) {
     const cudaError_t status = cudaEventQuery(event);
     if (status == cudaSuccess) return;
     if (status != cudaErrorNotReady) CUDA_CHECK(status);
     (void)async_state(what, watch);
     check_stop(what, watch, deadline);
-    // Spin for the first ~1000 polls (an epoch is tens of microseconds), then back off.
-    if (spins < 1000) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(100));
+    pause_between_polls(since);
   }
 }
 

@@ -1,7 +1,7 @@
 // nccl_comm.h: an owner of one NCCL communicator, and waits that never hang.
 //
 //   Watch watch{30.0, &control, "rank 1"};                         // bound, launcher pipe, name
-//   Communicator comm = Communicator::init_rank(id, ranks, rank, watch);   // non-blocking init
+//   Communicator comm = Communicator::init_rank(id, ranks, rank, watch);   // blocks until all joined
 //   comm.call(ncclAllReduce(buf, buf, 3, ncclFloat, ncclSum, comm.get(), stream), "all-reduce", watch);
 //   comm.wait_event(epoch_done, "epoch 7", watch);   // polls the GPU, NCCL's async error, the pipe
 //   comm.finalize(watch);                             // flush, then destroy
@@ -10,12 +10,21 @@
 //   ... ncclGroupStart(); ncclAllReduce(..., all.get(d), ...) per device; ncclGroupEnd(); ...
 //   all.finalize();                                    // grouped finalize, then destroy each
 //
-// A communicator made with ncclConfig_t::blocking = 0 returns from every call at once; the host
-// then polls ncclCommGetAsyncError. That is what makes a bounded wait possible: when a peer rank
-// dies, its partners' all-reduce kernels spin forever on the GPU, and only ncclCommAbort (from
-// the host) stops them. Every wait here gives up after `timeout_s` without progress, or at once
+// When a peer rank dies, its partners' all-reduce kernels spin forever on the GPU, and only
+// ncclCommAbort from the host stops them. So the host never waits inside a CUDA or NCCL call: a
+// collective only queues its kernel (after the first, which connects the ranks), and the host
+// waits for the GPU by polling an event, NCCL's asynchronous error (ncclCommGetAsyncError), the
+// launcher's pipe and a clock. Every wait gives up after `timeout_s` without progress, or at once
 // when the launcher reports a failed rank, by aborting the communicator and throwing
 // CommunicatorAborted naming why. The destructor aborts a communicator that was not finalized.
+//
+// Blocking or not. A communicator made with ncclConfig_t::blocking = 0 returns from every call at
+// once, even from its init, which can then be waited on under the same bound. But NCCL 2.28 runs
+// each collective of such a communicator from a helper thread it starts for the call, and the
+// host must wait for that thread before it queues the next kernel: tens of microseconds a call
+// (measured in the README). The default here is PyTorch's: a blocking communicator, whose init
+// waits inside NCCL until every rank has joined (a rank that dies before that is the launcher's,
+// or mpirun's, to stop), and whose collectives queue at once. --nccl-nonblocking picks the other.
 #pragma once
 
 #include "launcher.h"
@@ -52,8 +61,10 @@ class Communicator {
   Communicator() = default;
   // Owns a communicator made elsewhere (ncclCommInitAll ones belong in a CommunicatorGroup).
   explicit Communicator(ncclComm_t comm) : comm_(comm) {}
-  // Rank `rank` of `ranks`, non-blocking, on the current device; waits for the init under `watch`.
-  static Communicator init_rank(const ncclUniqueId& id, int ranks, int rank, const Watch& watch);
+  // Rank `rank` of `ranks` on the current device. `nonblocking`: ncclConfig_t::blocking = 0, and the
+  // init is waited for under `watch`; otherwise ncclCommInitRankConfig returns when all joined.
+  static Communicator init_rank(const ncclUniqueId& id, int ranks, int rank, const Watch& watch,
+                                bool nonblocking = false);
 
   ~Communicator() { abort(); }
   Communicator(Communicator&& other) noexcept;

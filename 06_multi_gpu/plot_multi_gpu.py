@@ -166,6 +166,9 @@ def ddp_part(results, lines):
                          f"{a:.2f} us/epoch here vs PyTorch DDP {b:.2f} us/epoch ({b / a:.1f}x)")
         elif ours is not None:
             lines.append(f"- {name}: {'us_per_epoch missing' if not a else 'no PyTorch result beside it'}")
+        nonblocking = dig(load(os.path.join(results, "nonblocking_" + name)), "ddp", "us_per_epoch")
+        if a and nonblocking:
+            lines.append(f"  - the same with --nccl-nonblocking: {nonblocking:.2f} us/epoch ({nonblocking / a:.1f}x)")
 
 
 def mpi_part(results, lines):

@@ -188,7 +188,7 @@ ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& s, int repeat
                   shard_of(problem.test_points, s.world_size, s.rank, problem.train_points), stream.get());
   EpochMarks marks(epochs);
   std::vector<Event> progress(static_cast<std::size_t>(epochs));  // the host's pacing marks, no timing
-  Communicator comm = Communicator::init_rank(s.id, s.world_size, s.rank, watch);
+  Communicator comm = Communicator::init_rank(s.id, s.world_size, s.rank, watch, s.nonblocking);
   const cudaStream_t st = stream.get();
 
   auto run = [&](bool first) {

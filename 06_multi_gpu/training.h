@@ -65,10 +65,11 @@ struct DdpSetup {
   Watch watch;
   int fail_rank = -1;   // --fail-rank: this rank throws at --fail-epoch of its first run
   int fail_epoch = -1;
+  bool nonblocking = false;  // --nccl-nonblocking (see Communicator::init_rank)
 };
 
-// The DistributedDataParallel analog, run by every rank: the rank's shard, a non-blocking
-// communicator from the unique id, each epoch's all-reduce, bounded waits (see nccl_comm.h).
+// The DistributedDataParallel analog, run by every rank: the rank's shard, a communicator from
+// the unique id, each epoch's all-reduce, bounded waits (see nccl_comm.h).
 // At the end every rank's result is all-gathered, so every rank returns the whole ParallelRun.
 ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& setup, int repeats);
 

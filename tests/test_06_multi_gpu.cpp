@@ -474,6 +474,10 @@ TEST_CASE("DDP analog with 2 ranks equals single-GPU; ranks bit-identical", "[mu
   const nlohmann::json j = run_json({"ddp", "--quick", "--nproc", "2"});
   require_training_passed(j["ddp"], 2);
   CHECK(j["ddp"]["launcher"]["exits"].size() == 2);
+  // The same with non-blocking communicators: slower per call, the same bits.
+  const nlohmann::json nb = run_json({"ddp", "--quick", "--nproc", "2", "--nccl-nonblocking"});
+  require_training_passed(nb["ddp"], 2);
+  CHECK(nb["ddp"]["per_rank"][0]["w"] == j["ddp"]["per_rank"][0]["w"]);
 }
 
 TEST_CASE("DP and DDP on 4 GPUs equal single-GPU; ranks bit-identical", "[multigpu]") {
