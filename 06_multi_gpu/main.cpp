@@ -484,7 +484,7 @@ void run_scaling(const Options& o, const std::vector<int>& devices, Report& repo
   out << "== scaling: DDP ranks (built-in launcher) over " << counts.size() << " GPU count"
       << (counts.size() == 1 ? "" : "s") << "; time per epoch of the slowest rank, median of " << o.repeats
       << " runs; efficiency: strong t1 / (n tn), weak t1 / tn\n"
-      << "  kind      points  per GPU  GPUs   epoch us  compute us  all-reduce us  efficiency  checked\n";
+      << "  kind         points     per GPU  GPUs   epoch us  compute us  all-reduce us  efficiency  checked\n";
   struct Case {
     std::string kind;
     std::int64_t per_gpu_or_total;
@@ -510,7 +510,7 @@ void run_scaling(const Options& o, const std::vector<int>& devices, Report& repo
       const double us = d.value("us_per_epoch", 0.0);
       if (n == counts.front()) t1 = counts.front() == 1 ? us : 0.0;
       const double eff = t1 > 0 ? (k.kind == "strong" ? strong_efficiency(t1, us, n) : weak_efficiency(t1, us)) : 0.0;
-      out << "  " << std::left << std::setw(7) << k.kind << std::right << std::setw(10) << points << std::setw(9)
+      out << "  " << std::left << std::setw(7) << k.kind << std::right << std::setw(13) << points << std::setw(12)
           << points / n << std::setw(6) << n << std::setw(11) << fixed(us, 2) << std::setw(12)
           << fixed(d.value("compute_us", 0.0), 2) << std::setw(15) << fixed(d.value("allreduce_us", 0.0), 2)
           << std::setw(11) << (t1 > 0 ? fixed(100.0 * eff, 1) + "%" : "-") << std::setw(9) << (ok ? "ok" : "FAILED")

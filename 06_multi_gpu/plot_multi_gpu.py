@@ -2,7 +2,7 @@
 """plot_multi_gpu.py RESULTS_DIR: the chapter's figures and summary from benchmark.sh's JSON.
 
 allreduce_busbw.png  bus bandwidth vs size (this program; nccl-tests' out-of-place busbw beside it)
-scaling.png          time per epoch, split into compute and all-reduce, for 1/2/4 GPUs
+scaling.png          time per epoch and efficiency for 1/2/4 GPUs, the all-reduce's share beside it
 Prints summary.md: the chapter's targets, judged on from the same files. Any file may be
 missing, or lack fields (a failed or partial run, a run split over two machines): what is there
 is used, what is not is named.
@@ -90,6 +90,9 @@ def allreduce_part(results, lines):
         theirs = nccl_tests_rows(os.path.join(results, f"nccl_tests_{n}gpus.txt"))
         if theirs:
             ax.semilogx(sorted(theirs), [theirs[b] for b in sorted(theirs)], "x--", label=f"nccl-tests, {n} GPUs")
+        elif int(n) in NCCL_TESTS_REFERENCE_1GIB:
+            ax.semilogx([GIB], [NCCL_TESTS_REFERENCE_1GIB[int(n)]], "kx", markersize=9,
+                        label=f"nccl-tests reference, {n} GPUs")
         ours_gib = next((r["busbw_gbps"] for r in rows if r["bytes"] == GIB), None)
         if ours_gib is not None and GIB in theirs:
             ratio = ours_gib / theirs[GIB] if theirs[GIB] > 0 else 0.0
@@ -133,23 +136,31 @@ def scaling_part(results, lines):
     for ax, (kind, size) in zip(axes[0], groups):
         sel = [r for r in rows if r["kind"] == kind and size_of(r, kind) == size]
         g = [str(r["gpus"]) for r in sel]
-        compute = [r.get("compute_us", 0.0) for r in sel]
-        ax.bar(g, compute, label="compute")
-        ax.bar(g, [r.get("allreduce_us", 0.0) for r in sel], bottom=compute, label="all-reduce")
-        ax.plot(g, [r["us_per_epoch"] for r in sel], "k_", markersize=20, label="epoch")
+        # The bar is the timed epoch (runs with no events inside). The all-reduce's share comes from
+        # the checked run, which records events around each phase: those events cost time of their
+        # own, so its parts are not stacked on the bar but drawn beside it as a point.
+        bars = ax.bar(g, [r["us_per_epoch"] for r in sel], color="tab:blue", label="epoch (timed runs)")
+        ax.plot(g, [r.get("allreduce_us", 0.0) for r in sel], "o", color="tab:orange",
+                label="all-reduce per epoch (checked run)")
+        for bar, r in zip(bars, sel):
+            ax.annotate(f"{r['us_per_epoch']:.1f} us\n{100 * r.get('efficiency', 0.0):.1f}%",
+                        (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=8)
+        ax.set_ylim(0, 1.2 * max(r["us_per_epoch"] for r in sel))
+        title = f"{kind}, {size:,} points{' per GPU' if kind == 'weak' else ''}"
         t = [r for r in torch_rows if r["kind"] == kind and size_of(r, kind) == size]
-        if t:
-            ax.plot([str(r["gpus"]) for r in t], [r["us_per_epoch"] for r in t], "rx", label="PyTorch DDP")
-        ax.set_title(f"{kind}, {size:,} points{' per GPU' if kind == 'weak' else ''}")
+        if t:  # tens of times slower: a line of the title, not a bar that would flatten ours
+            title += "\nPyTorch DDP: " + " / ".join(f"{r['us_per_epoch']:.0f}" for r in t) + " us"
+        ax.set_title(title, fontsize=10)
         ax.set_xlabel("GPUs")
         ax.set_ylabel("us per epoch")
-        ax.legend(fontsize=8)
         for r in sel:
             lines.append(f"- {kind} {r['points']} points on {r['gpus']} GPUs: {r['us_per_epoch']:.2f} us/epoch "
                          f"(compute {r.get('compute_us', float('nan')):.2f}, all-reduce "
                          f"{r.get('allreduce_us', float('nan')):.2f}), efficiency "
                          f"{100 * r.get('efficiency', 0.0):.1f}%{'' if r.get('passed', True) else ' FAILED'}")
-    fig.tight_layout()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(os.path.join(results, "scaling.png"), dpi=120)
     plt.close(fig)
 
