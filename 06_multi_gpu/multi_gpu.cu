@@ -1,15 +1,15 @@
 // multi_gpu.cu: one replica's kernels (its shard's data, the fused sums, the step) and the
-// all-reduce benchmark's fill and check kernels.
+// all-reduce benchmark's fill, check and latch kernels.
 //
 // The per-GPU work is chapter 05's fused gradient: one pass over the shard's X and y computes
 // sum r^2, sum r x and sum r (r = w x + b - y) with 16-byte loads, a fixed-shape shuffle tree per
 // block, and the last block to finish adding the block partials in block order (05's variant 4).
-// The one difference from 05: the kernel stops at the three sums instead of applying the step,
-// because the step needs the sums of every shard: the all-reduce goes in between. 05's header
-// exports its FusedRegression class but not its kernels, so this file carries the sums-only
-// twin of 05's fused_sums_kernel<true> (same loads, same tree); see the README for the export
-// that would let 06 call 05's kernel directly.
+// The building blocks are 05's own (fused_sums.cuh), so a replica adds in 05's order. The one
+// difference from 05's kernel: this one stops at the three sums instead of applying the step,
+// because the step needs the sums of every shard: the all-reduce goes in between.
 #include "multi_gpu.cuh"
+
+#include "fused_sums.cuh"  // chapter 05
 
 #include "cuda_check.h"
 #include "curand_generator.h"
@@ -27,74 +27,13 @@ using regression::kTrueB;
 using regression::kTrueW;
 using regression::kXStep;
 
-constexpr int kThreads = 256;    // as 05: threads per block of the fused kernel
-constexpr int kBlocksPerSm = 4;  // as 05: one wave of 4 blocks per SM
-constexpr int kUnroll = 2;       // as 05: float4 pairs loaded per thread before use
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-
-struct Sums {
-  float rr, rx, r;
-};
-
-__device__ __forceinline__ void accumulate(float x, float y, float w, float b, Sums& s) {
-  const float r = fmaf(w, x, b) - y;
-  s.rr = fmaf(r, r, s.rr);
-  s.rx = fmaf(r, x, s.rx);
-  s.r += r;
-}
-
-__device__ __forceinline__ void accumulate4(float4 x, float4 y, float w, float b, Sums& s) {
-  accumulate(x.x, y.x, w, b, s);
-  accumulate(x.y, y.y, w, b, s);
-  accumulate(x.z, y.z, w, b, s);
-  accumulate(x.w, y.w, w, b, s);
-}
-
-// Thread t of T: its grid-stride share of the n points as float4s, two in flight, then the
-// n % 4 tail points one each to threads 0..2 (05's thread_sums).
-__device__ __forceinline__ Sums thread_sums(const float* __restrict__ x, const float* __restrict__ y, std::int64_t n,
-                                            float w, float b, std::int64_t t, std::int64_t T) {
-  Sums s{0.0f, 0.0f, 0.0f};
-  const std::int64_t n4 = n / 4;
-  const float4* x4 = reinterpret_cast<const float4*>(x);
-  const float4* y4 = reinterpret_cast<const float4*>(y);
-  std::int64_t i = t;
-  for (; i + T < n4; i += kUnroll * T) {
-    const float4 xa = x4[i], ya = y4[i], xb = x4[i + T], yb = y4[i + T];
-    accumulate4(xa, ya, w, b, s);
-    accumulate4(xb, yb, w, b, s);
-  }
-  if (i < n4) accumulate4(x4[i], y4[i], w, b, s);
-  const std::int64_t tail = 4 * n4 + t;
-  if (tail < n) accumulate(x[tail], y[tail], w, b, s);
-  return s;
-}
-
-__device__ __forceinline__ Sums warp_sums(Sums s) {
-  for (int offset = 16; offset > 0; offset /= 2) {
-    s.rr += __shfl_down_sync(0xffffffffu, s.rr, offset);
-    s.rx += __shfl_down_sync(0xffffffffu, s.rx, offset);
-    s.r += __shfl_down_sync(0xffffffffu, s.r, offset);
-  }
-  return s;
-}
-
-// The block's sums in thread 0, by a fixed tree; ends with a barrier so it can be called again.
-__device__ Sums block_sums(Sums s) {
-  __shared__ Sums warp_totals[kThreads / 32];
-  const int lane = threadIdx.x % 32;
-  const int warp = threadIdx.x / 32;
-  s = warp_sums(s);
-  if (lane == 0) warp_totals[warp] = s;
-  __syncthreads();
-  if (warp == 0) {
-    s = lane < kThreads / 32 ? warp_totals[lane] : Sums{0.0f, 0.0f, 0.0f};
-    s = warp_sums(s);
-  }
-  __syncthreads();
-  return s;
-}
+using fused::block_sums;
+using fused::ceil_div;
+using fused::fused_blocks;
+using fused::kThreads;
+using fused::reduce_partials;
+using fused::Sums;
+using fused::thread_sums;
 
 __global__ void make_shard_kernel(float* x, float* y, const float* noise, float sigma, std::int64_t start,
                                   std::int64_t count) {
@@ -122,7 +61,7 @@ __global__ void __launch_bounds__(kThreads)
   const float w = params[0];
   const float b = params[1];
   const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const Sums s = block_sums(thread_sums(x, y, n, w, b, t, static_cast<std::int64_t>(gridDim.x) * blockDim.x));
+  const Sums s = block_sums<kThreads>(thread_sums(x, y, n, w, b, t, static_cast<std::int64_t>(gridDim.x) * blockDim.x));
   const int stride = static_cast<int>(gridDim.x);
   if (threadIdx.x == 0) {
     partials[blockIdx.x] = s.rr;
@@ -137,13 +76,7 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   if (!is_last) return;
   __threadfence();  // acquire: every counted block's partials after the count
-  Sums total{0.0f, 0.0f, 0.0f};
-  for (int j = threadIdx.x; j < stride; j += blockDim.x) {
-    total.rr += __ldcg(partials + j);
-    total.rx += __ldcg(partials + stride + j);
-    total.r += __ldcg(partials + 2 * stride + j);
-  }
-  total = block_sums(total);
+  const Sums total = reduce_partials(partials, stride, stride);
   if (threadIdx.x == 0) {
     sums[0] = total.rr;
     sums[1] = total.rx;
@@ -198,11 +131,6 @@ int elementwise_blocks(std::int64_t n) {
   return static_cast<int>(std::clamp<std::int64_t>(ceil_div(n, kThreads), 1, 4096));
 }
 
-// As 05's fused_blocks: enough blocks for kUnroll float4s per thread, at most one wave.
-int fused_blocks(std::int64_t n, int multiprocessors) {
-  const std::int64_t wanted = ceil_div(ceil_div(n, 4), static_cast<std::int64_t>(kThreads) * kUnroll);
-  return static_cast<int>(std::clamp<std::int64_t>(wanted, 1, static_cast<std::int64_t>(multiprocessors) * kBlocksPerSm));
-}
 
 }  // namespace
 
