@@ -5,7 +5,7 @@
 #
 # Runs tensor_transfer (default mode: 4 KiB .. 1 GiB) and pytorch_transfer.py one after the other
 # (never at once: they would share the PCIe link), then draws transfer_bandwidth.png. Text output,
-# JSON and the PNG land in RESULTS_DIR. About a minute on an H200.
+# JSON and the PNG land in RESULTS_DIR. About 30 s on an H200.
 set -euo pipefail
 build=$1
 results=$2

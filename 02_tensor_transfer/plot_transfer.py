@@ -34,11 +34,11 @@ def spread(r):
 def versus_pytorch(ours, theirs):
     """'faster', 'tie' or 'slower'. A tie: the gap between the medians is no larger than the spread
     of either side's own repeats, so a rerun could order them either way. At the PCIe link's limit
-    both programs issue the same cudaMemcpyAsync, and a tie is the expected answer."""
-    if ours["gbps"] >= theirs["gbps"]:
-        return "faster" if ours["gbps"] > theirs["gbps"] else "tie"
-    gap = (theirs["gbps"] - ours["gbps"]) / theirs["gbps"]
-    return "tie" if gap <= max(spread(ours), spread(theirs)) else "slower"
+    both programs make the same cudaMemcpyAsync call, and a tie is the expected answer."""
+    gap = abs(ours["gbps"] - theirs["gbps"]) / theirs["gbps"]
+    if gap <= max(spread(ours), spread(theirs)):
+        return "tie"
+    return "faster" if ours["gbps"] > theirs["gbps"] else "slower"
 
 
 def main():
