@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # benchmark.sh BUILD_DIR RESULTS_DIR [STEPS]: chapter 06's full measurement on a machine with 1-4
-# GPUs (about 4 minutes on 4 H200s). Steps, in order: topology; allreduce (8 B..1 GiB on 2, 4, 8
-# GPUs, those there are); dp and ddp (5M points; ddp on 1, 2, 4 ranks, with PyTorch DDP beside);
-# mpi (ddp on 2 and 4 ranks started by mpirun, when the build has MPI); scaling (strong 5M, 100M;
-# weak 100M per GPU, over 1, 2, 4; PyTorch too); fault (rank 1 of 2 dies); nccl_tests
-# (all_reduce_perf -b 8 -e 1G -f 8 -n 20 -w 5, when it is installed); plot (plots and summary.md
-# from whatever RESULTS_DIR holds).
+# GPUs (about 4 minutes on 4 H200s, most of it PyTorch's scaling runs). Steps, in order: topology;
+# allreduce (8 B..1 GiB on 2, 4, 8 GPUs, those there are); dp and ddp (5M points; ddp on 1, 2, 4
+# ranks, with PyTorch DDP and --nccl-nonblocking beside); mpi (ddp on 2 and 4 ranks started by Open
+# MPI's mpirun, if it is there; a build without MPI refuses); scaling (strong 5M, 100M; weak 100M
+# per GPU, over 1, 2, 4; PyTorch too); fault (rank 1 of 2 dies); nccl_tests (all_reduce_perf -b 8
+# -e 1G -f 8 -n 20 -w 5, when it is installed); plot (plots and summary.md from whatever
+# RESULTS_DIR holds).
 # STEPS (or the STEPS environment variable) is a comma list of those names, default all of them,
 # so that the measurement can be split over two runs into the same RESULTS_DIR, e.g.
 #   benchmark.sh build/06_multi_gpu results topology,allreduce,nccl_tests,plot
@@ -58,11 +59,12 @@ if step ddp; then
     fi
   done
 fi
-# The same DDP run with OpenMPI starting the ranks (when the build has MPI and mpirun is here).
-if step mpi && command -v mpirun >/dev/null; then
+# The same DDP run with Open MPI starting the ranks. mpirun --timeout bounds the whole job: a rank
+# that is alive but stuck inside a blocking NCCL call is not stopped by anything else.
+if step mpi && mpirun --version 2>/dev/null | grep -q "Open MPI"; then
   for n in 2 4; do
     (( n <= gpus )) || continue
-    mpirun --allow-run-as-root --bind-to none -x NCCL_NVLS_ENABLE=0 -np "$n" "$program" ddp \
+    mpirun --allow-run-as-root --bind-to none --timeout 300 -x NCCL_NVLS_ENABLE=0 -np "$n" "$program" ddp \
       --json "$results/mpi_ddp_${n}.json" >"$results/mpi_ddp_${n}.txt" 2>&1 || status=1
     cat "$results/mpi_ddp_${n}.txt"
   done

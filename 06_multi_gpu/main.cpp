@@ -316,9 +316,11 @@ nlohmann::json report_training(const ParallelRun& run, const regression::Config&
   j["w"] = run.ranks.front().w;
   j["b"] = run.ranks.front().b;
   j["test_mse"] = run.ranks.front().test_mse;
-  out << "time per epoch (slowest rank, median of " << slow.timing.training_ms.count << " runs after a checked run, CUDA events): "
-      << fixed(slow.timing.epoch_us, 2) << " us = compute " << fixed(slow.timing.compute_us, 2) << " + all-reduce "
-      << fixed(slow.timing.allreduce_us, 2) << " (+ gaps)\n";
+  // The split comes from the checked run, whose events around each phase cost time of their own:
+  // its parts can add to more than the timed epoch.
+  out << "time per epoch (slowest rank, median of " << slow.timing.training_ms.count << " timed runs, CUDA events): "
+      << fixed(slow.timing.epoch_us, 2) << " us; in the checked run, with events around each phase: compute "
+      << fixed(slow.timing.compute_us, 2) << " us, all-reduce " << fixed(slow.timing.allreduce_us, 2) << " us\n";
   return j;
 }
 
@@ -454,9 +456,11 @@ int run_ddp_rank(const Options& o, int rank, int world, int local_rank, const nc
   if (rank != 0) return run.bit_identical() ? kExitOk : kExitFailure;
   Report report("multi_gpu", o.common.json);
   report.out() << "rank 0 of " << world << ": GPU " << s.device << ", " << c.points << " points (" << problem.train_points
-               << " train), " << c.epochs << " epochs, lr " << c.lr << "; " << forced_environment_text() << "\n";
+               << " train), " << c.epochs << " epochs, lr " << c.lr << "; " << (s.nonblocking ? "non-blocking" : "blocking")
+               << " communicators; " << forced_environment_text() << "\n";
   report.json()["environment"] = forced_environment_json();
   report.json()["ddp"] = report_training(run, c, std::move(reference), report);
+  report.json()["ddp"]["communicators"] = s.nonblocking ? "non-blocking" : "blocking";
   return report.finish();
 }
 

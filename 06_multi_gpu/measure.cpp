@@ -13,6 +13,8 @@
 #include <nccl.h>
 
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -42,12 +44,21 @@ struct PeerBuffers {
   DeviceBuffer<char> source, destination;
 };
 
-// A host-side counter that latches release (see launch_latch), one ticket per sample.
+// The host side of launch_latch: [0] the counter the host raises, one ticket per sample; [1] the
+// ticket of a latch that gave up waiting (0: none did).
 struct LatchRelease {
-  PinnedBuffer<unsigned> counter{1};
+  PinnedBuffer<unsigned> counter{2};
   unsigned issued = 0;
-  LatchRelease() { counter.data()[0] = 0; }
+  LatchRelease() { counter.data()[0] = counter.data()[1] = 0; }
   void raise() { static_cast<volatile unsigned*>(counter.data())[0] = issued; }
+  bool timed_out() const { return static_cast<const volatile unsigned*>(counter.data())[1] != 0; }
+};
+
+// Raises the latch when it leaves scope, also on an exception between launch and raise, so that
+// no latch kernel is left polling memory that is about to be freed.
+struct RaiseOnExit {
+  LatchRelease& release;
+  ~RaiseOnExit() { release.raise(); }
 };
 
 // Like time_on_stream, but each sample's work is queued behind a latch and released at once:
@@ -60,11 +71,18 @@ Stats time_latched(cudaStream_t stream, Repeats repeats, LatchRelease& release, 
   Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
   for (int i = 0; i < repeats.warmup + repeats.timed; ++i) {
     launch_latch(release.counter.data(), ++release.issued, kLatchTimeoutMs, stream);
-    start.record(stream);
-    work();
-    stop.record(stream);
-    release.raise();
+    {
+      const RaiseOnExit raise{release};
+      start.record(stream);
+      work();
+      stop.record(stream);
+    }
     stop.synchronize();
+    if (release.timed_out()) {
+      throw std::runtime_error("topology: a latency sample's latch gave up after " +
+                               std::to_string(static_cast<int>(kLatchTimeoutMs)) +
+                               " ms: the host took that long to queue its copies, so the sample would time the host");
+    }
     if (i >= repeats.warmup) ms.push_back(elapsed_ms(start, stop));
   }
   return summarize(std::move(ms));

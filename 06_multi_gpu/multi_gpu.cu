@@ -120,10 +120,14 @@ __device__ unsigned long long globaltimer_ns() {
 }
 
 // One thread polls the host's counter through PCIe (volatile: every read goes to host memory).
-__global__ void latch_kernel(const volatile unsigned* release, unsigned ticket, unsigned long long timeout_ns) {
+// On timeout it says so in release[1], so that the sample is not taken for a GPU-paced one.
+__global__ void latch_kernel(volatile unsigned* release, unsigned ticket, unsigned long long timeout_ns) {
   const unsigned long long start = globaltimer_ns();
-  while (*release < ticket) {
-    if (globaltimer_ns() - start > timeout_ns) return;  // the host never raised it: go on, do not hang
+  while (release[0] < ticket) {
+    if (globaltimer_ns() - start > timeout_ns) {  // the host never raised it: go on, do not hang
+      release[1] = ticket;
+      return;
+    }
   }
 }
 
@@ -237,7 +241,7 @@ void launch_fill_allreduce_input(float* data, std::size_t count, int rank, cudaS
   CUDA_CHECK_LAUNCH();
 }
 
-void launch_latch(const unsigned* release, unsigned ticket, double timeout_ms, cudaStream_t stream) {
+void launch_latch(unsigned* release, unsigned ticket, double timeout_ms, cudaStream_t stream) {
   latch_kernel<<<1, 1, 0, stream>>>(release, ticket, static_cast<unsigned long long>(timeout_ms * 1e6));
   CUDA_CHECK_LAUNCH();
 }

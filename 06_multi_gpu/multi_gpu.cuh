@@ -73,10 +73,11 @@ void launch_fill_allreduce_input(float* data, std::size_t count, int rank, cudaS
 void launch_count_wrong(const float* data, std::size_t count, int ranks, unsigned long long* wrong,
                         cudaStream_t stream);
 
-// Holds `stream` until the host raises *release to at least `ticket`, or for timeout_ms at most.
-// `release` is pinned host memory (cudaMallocHost: with unified addressing the GPU reads it by the
-// same pointer). Work queued behind the latch then starts back to back, however slowly the host
-// issued it: what a latency measurement needs when one call costs the host as long as one copy.
-void launch_latch(const unsigned* release, unsigned ticket, double timeout_ms, cudaStream_t stream);
+// Holds `stream` until the host raises release[0] to at least `ticket`, or for timeout_ms at most,
+// in which case it writes `ticket` to release[1]. `release` is two unsigneds of pinned host memory
+// (cudaMallocHost: with unified addressing the GPU reads and writes it by the same pointer). Work
+// queued behind the latch then starts back to back, however slowly the host issued it: what a
+// latency measurement needs when one call costs the host as long as one copy.
+void launch_latch(unsigned* release, unsigned ticket, double timeout_ms, cudaStream_t stream);
 
 }  // namespace workbook::multi_gpu

@@ -1,4 +1,4 @@
-// nccl_comm.cpp: non-blocking communicators, bounded waits, abort, and the unique id as hex.
+// nccl_comm.cpp: communicators (blocking or not), bounded waits, abort, and the unique id as hex.
 #include "nccl_comm.h"
 
 #include "cuda_check.h"

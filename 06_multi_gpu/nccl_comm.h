@@ -11,10 +11,9 @@
 //   all.finalize();                                    // grouped finalize, then destroy each
 //
 // When a peer rank dies, its partners' all-reduce kernels spin forever on the GPU, and only
-// ncclCommAbort from the host stops them. So the host never waits inside a CUDA or NCCL call: a
-// collective only queues its kernel (after the first, which connects the ranks), and the host
-// waits for the GPU by polling an event, NCCL's asynchronous error (ncclCommGetAsyncError), the
-// launcher's pipe and a clock. Every wait gives up after `timeout_s` without progress, or at once
+// ncclCommAbort from the host stops them. So during training the host waits for the GPU by polling
+// an event, NCCL's asynchronous error (ncclCommGetAsyncError), the launcher's pipe and a clock,
+// never inside a CUDA call. Every such wait gives up after `timeout_s` without progress, or at once
 // when the launcher reports a failed rank, by aborting the communicator and throwing
 // CommunicatorAborted naming why. The destructor aborts a communicator that was not finalized.
 //
@@ -22,9 +21,13 @@
 // once, even from its init, which can then be waited on under the same bound. But NCCL 2.28 runs
 // each collective of such a communicator from a helper thread it starts for the call, and the
 // host must wait for that thread before it queues the next kernel: tens of microseconds a call
-// (measured in the README). The default here is PyTorch's: a blocking communicator, whose init
-// waits inside NCCL until every rank has joined (a rank that dies before that is the launcher's,
-// or mpirun's, to stop), and whose collectives queue at once. --nccl-nonblocking picks the other.
+// (measured in the README). The default here is PyTorch's: a blocking communicator, whose
+// collectives queue at once. Its calls that talk to the peers do wait inside NCCL, where no pipe
+// or clock is polled: the init, until every rank has joined, and the first collective of a kind,
+// which connects the ranks (NCCL connects at first use). A peer that is gone by then fails those
+// calls or makes its launcher stop everyone; one alive but stuck holds them until the launcher's
+// whole-run bound (--launch-timeout-s), or mpirun's --timeout. --nccl-nonblocking picks the other
+// mode, where those waits are polled too. NCCL_COMM_BLOCKING, if set, overrides either choice.
 #pragma once
 
 #include "launcher.h"
@@ -80,7 +83,8 @@ class Communicator {
   void call(ncclResult_t result, const std::string& what, const Watch& watch);
   // Waits until `event` has completed on the GPU, polling as described above.
   void wait_event(cudaEvent_t event, const std::string& what, const Watch& watch);
-  // ncclCommFinalize (waits under `watch`), then ncclCommDestroy.
+  // ncclCommFinalize, then ncclCommDestroy. Call it after the last wait_event: a blocking
+  // communicator's finalize then only flushes this rank's own NCCL work.
   void finalize(const Watch& watch);
   // Stops every operation in flight and frees the communicator; never throws.
   void abort() noexcept;

@@ -81,7 +81,7 @@ def allreduce_part(results, lines):
             lines.append(f"- {name}: no all-reduce rows")
             continue
         n = dig(a, "gpus", default=name[len("allreduce_"):-len("gpus.json")])
-        ax.semilogx([r["bytes"] for r in rows], [r["busbw_gbps"] for r in rows], "o-", label=f"{n} GPUs")
+        (line,) = ax.semilogx([r["bytes"] for r in rows], [r["busbw_gbps"] for r in rows], "o-", label=f"{n} GPUs")
         plotted = True
         top = rows[-1]
         lines.append(f"- all-reduce, {n} GPUs, {top['bytes']} B: busbw {top['busbw_gbps']:.1f} GB/s, "
@@ -89,10 +89,11 @@ def allreduce_part(results, lines):
                      f"wrong elements {dig(a, 'wrong', default='?')}")
         theirs = nccl_tests_rows(os.path.join(results, f"nccl_tests_{n}gpus.txt"))
         if theirs:
-            ax.semilogx(sorted(theirs), [theirs[b] for b in sorted(theirs)], "x--", label=f"nccl-tests, {n} GPUs")
+            ax.semilogx(sorted(theirs), [theirs[b] for b in sorted(theirs)], "x--", color=line.get_color(),
+                        label=f"nccl-tests, {n} GPUs")
         elif int(n) in NCCL_TESTS_REFERENCE_1GIB:
-            ax.semilogx([GIB], [NCCL_TESTS_REFERENCE_1GIB[int(n)]], "kx", markersize=9,
-                        label=f"nccl-tests reference, {n} GPUs")
+            ax.semilogx([GIB], [NCCL_TESTS_REFERENCE_1GIB[int(n)]], "x", color=line.get_color(), markersize=10,
+                        markeredgewidth=2, label=f"nccl-tests reference, {n} GPUs")
         ours_gib = next((r["busbw_gbps"] for r in rows if r["bytes"] == GIB), None)
         if ours_gib is not None and GIB in theirs:
             ratio = ours_gib / theirs[GIB] if theirs[GIB] > 0 else 0.0

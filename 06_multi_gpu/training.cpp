@@ -16,12 +16,14 @@ namespace workbook::multi_gpu {
 namespace {
 
 // How many epochs the host may run ahead of the GPU in the DDP loop before it waits (polling):
-// enough that the GPU never starves, few enough that a hang is seen within an epoch or two.
+// enough that the GPU never starves, few enough that a hang is seen within an epoch or two, and
+// so few collectives in flight that a blocking ncclAllReduce never waits for room in NCCL's queue.
 constexpr int kEpochsInFlight = 4;
 
 // Events around the three phases of every epoch, on one device. Only the first (checked) run
-// records them: the timed repeats bracket the whole run with `start` and `stop` alone, so the time
-// per epoch carries no cost of four event records per epoch.
+// records them: the timed repeats bracket the whole run with `start` and `stop` (DDP adds one
+// progress event per epoch, without timing, for the host's pacing), so the time per epoch does not
+// carry the cost of four timing events per epoch.
 struct EpochMarks {
   std::vector<Event> before_sums, after_sums, after_allreduce, after_step;
   Event start{EventTiming::kEnabled}, stop{EventTiming::kEnabled};
