@@ -1,6 +1,7 @@
 // sweep.cpp: sizes, variants, learning rate per size, bandwidth arithmetic and the CSV/JSON rows.
 #include "sweep.h"
 
+#include "cli.h"  // split_commas
 #include "exit_codes.h"
 
 #include <algorithm>
@@ -9,18 +10,6 @@
 #include <sstream>
 
 namespace workbook::fused {
-namespace {
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream s(text);
-  std::string part;
-  while (std::getline(s, part, ',')) parts.push_back(part);
-  if (!text.empty() && text.back() == ',') parts.emplace_back();
-  return parts;
-}
-
-}  // namespace
 
 std::vector<std::int64_t> default_sweep_sizes() {
   return {500, 5'000, 50'000, 100'000, 500'000, 5'000'000, 10'000'000, 50'000'000, 100'000'000};

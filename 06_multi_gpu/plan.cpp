@@ -1,6 +1,7 @@
 // plan.cpp: shards, bandwidth arithmetic, sizes, rank-to-GPU mapping, hex, list parsing.
 #include "plan.h"
 
+#include "cli.h"  // split_commas
 #include "exit_codes.h"
 
 #include <algorithm>
@@ -99,15 +100,6 @@ void from_hex(const std::string& hex, void* bytes, std::size_t count) {
 }
 
 namespace {
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream s(text);
-  std::string part;
-  while (std::getline(s, part, ',')) parts.push_back(part);
-  if (!text.empty() && text.back() == ',') parts.emplace_back();
-  return parts;
-}
 
 // Digits with an optional K or M suffix; nullopt when the text is not that.
 std::optional<std::int64_t> parse_count(const std::string& part) {

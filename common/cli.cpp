@@ -35,6 +35,15 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
   return std::nullopt;
 }
 
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream s(text);
+  std::string part;
+  while (std::getline(s, part, ',')) parts.push_back(part);
+  if (!text.empty() && text.back() == ',') parts.emplace_back();
+  return parts;
+}
+
 void require_positive(const char* flag, double value) {
   if (!std::isfinite(value) || value <= 0.0) {
     std::ostringstream message;

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace workbook {
 
@@ -56,5 +57,9 @@ void require_at_most(const char* flag, T value, std::common_type_t<T> maximum) {
 
 // Finite and greater than zero (a learning rate, a time).
 void require_positive(const char* flag, double value);
+
+// The parts of a comma list flag ("1,2,4"), empty ones kept ("1,,2" and "1," have an empty part),
+// so that the caller can refuse them with the flag's name.
+std::vector<std::string> split_commas(const std::string& text);
 
 }  // namespace workbook

@@ -243,6 +243,16 @@ TEST_CASE("range checks say the flag, the limit and the value") {
   CHECK_NOTHROW(require_positive("--lr", 0.01));
 }
 
+TEST_CASE("split_commas keeps empty parts, so that a list flag can refuse them") {
+  using V = std::vector<std::string>;
+  CHECK(split_commas("1,2,4") == V{"1", "2", "4"});
+  CHECK(split_commas("5M") == V{"5M"});
+  CHECK(split_commas("") == V{});
+  CHECK(split_commas("1,,2") == V{"1", "", "2"});
+  CHECK(split_commas("1,") == V{"1", ""});
+  CHECK(split_commas(",1") == V{"", "1"});
+}
+
 TEST_CASE("Report prints PASS or FAIL last and writes the JSON object") {
   CapturedStreams captured;
   SECTION("passing run with a JSON file") {
