@@ -34,7 +34,6 @@ constexpr int kAtomicSlots = 32;       // variant 2: totals spread over 32 slots
 constexpr int kSlotStride = 32;        // one 128-byte line per slot
 constexpr int kClusterThreads = 512;   // variant 7: threads per block of the cluster
 constexpr int kMaxClusterBlocks = 16;  // Hopper's largest cluster (a non-portable size)
-constexpr int kCachedFloat4 = 4;       // variant 7: float4s of x and of y a thread keeps in registers
 
 // ---------------------------------------------------------------------------------------------
 // Device building blocks (the sums themselves: fused_sums.cuh, shared with chapter 06).
@@ -167,6 +166,7 @@ __global__ void __launch_bounds__(kClusterThreads)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();  // clusters need sm_90; the host never launches this on older GPUs (supports())
 #else
+  constexpr int kCachedFloat4 = 4;  // float4s of x and of y a thread keeps in registers
   cg::cluster_group cluster = cg::this_cluster();
   __shared__ Sums exchange[2];
   __shared__ float new_wb[2];
