@@ -50,6 +50,13 @@ function(workbook_add_chapter program)
   add_executable(${program} ${arg_PROGRAM})
   target_link_libraries(${program} PRIVATE ${core} workbook::common ${arg_LINK} workbook::policy)
 
+  # Programs with device code of their own: tests/test_build.cpp checks their architectures.
+  set(cuda_sources ${arg_PROGRAM} ${arg_LIBRARY})
+  list(FILTER cuda_sources INCLUDE REGEX "\\.cu$")
+  if(cuda_sources)
+    set_property(GLOBAL APPEND PROPERTY WORKBOOK_GPU_PROGRAMS ${program})
+  endif()
+
   set(serial FALSE)
   if(arg_RUN_SERIAL)
     set(serial TRUE)

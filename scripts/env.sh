@@ -6,13 +6,21 @@ if ! command -v nvcc >/dev/null 2>&1; then
   done
 fi
 workbook_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# On a CI machine, build one GPU architecture (plus PTX) instead of five: same code, shorter build.
-if [[ -n ${WORKBOOK_PRESET:-} ]]; then :
-elif [[ ${CI:-} == true ]]; then WORKBOOK_PRESET=ci
-else WORKBOOK_PRESET=default
-fi
-# The build folder of each preset (CMakePresets.json).
-case $WORKBOOK_PRESET in
-  default) workbook_build_dir=$workbook_root/build ;;
-  *) workbook_build_dir=$workbook_root/build-$WORKBOOK_PRESET ;;
-esac
+# The build folder of the default preset (CMakePresets.json): every script builds the same way.
+workbook_build_dir=$workbook_root/build
+
+# Configure and build the default preset. Shows the build's own summary ("-- workbook: ..."
+# lines: CUDA version, architectures, what is left out) rather than CMake's full output, unless
+# configure fails.
+workbook_build() {
+  local log
+  log=$(mktemp)
+  if ! cmake --preset default >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    return 1
+  fi
+  grep -E '^-- workbook:' "$log" || true
+  rm -f "$log"
+  cmake --build --preset default
+}

@@ -8,8 +8,7 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$workbook_root"
 "$workbook_root/scripts/install-deps.sh"
-cmake --preset "$WORKBOOK_PRESET" >/dev/null
-cmake --build --preset "$WORKBOOK_PRESET"
+workbook_build
 
 failed=()
 for dir in [0-9][0-9]_*/; do

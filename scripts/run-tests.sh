@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # run-tests.sh: install what is missing, configure, build, and run every Catch2 check with ctest.
-# On a machine without a GPU the GPU cases are reported as skipped, each with its reason.
+# On a machine without a GPU the GPU cases are skipped; the run ends with their reasons, then
+# ctest's summary line again.
 #
 #   scripts/run-tests.sh                 # everything
-#   scripts/run-tests.sh -L cpu          # extra arguments go to ctest (-L gpu, -R 02_, ...)
+#   scripts/run-tests.sh -L cpu          # extra arguments go to ctest (-L gpu, -R '^02_', ...)
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$workbook_root"
 "$workbook_root/scripts/install-deps.sh"
-cmake --preset "$WORKBOOK_PRESET" >/dev/null
-cmake --build --preset "$WORKBOOK_PRESET"
-ctest --preset "$WORKBOOK_PRESET" "$@"
+workbook_build
+junit=$workbook_build_dir/Testing/junit.xml
+summary=$workbook_build_dir/Testing/ctest-output.txt
+mkdir -p "$workbook_build_dir/Testing"
+rm -f "$junit"
+status=0
+ctest --preset default --output-junit "$junit" "$@" 2>&1 | tee "$summary" || status=$?
+"$workbook_root/scripts/skip-reasons.sh" "$junit"
+grep -E '^[0-9]+% tests passed' "$summary" | tail -1 || true
+exit "$status"

@@ -1,0 +1,53 @@
+# The lines that end every configure: what this build folder builds, and what it leaves out. The
+# scripts show these lines (each begins "-- workbook:"), so a reader sees the architectures and the
+# optional pieces without reading CMake's own output.
+
+# "75-real;90" -> "sm_75 sm_90 + PTX compute_90": "-real" is machine code only, "-virtual" PTX
+# only, a bare number both.
+function(workbook_describe_architectures out)
+  set(machine_code)
+  set(ptx)
+  foreach(arch IN LISTS ARGN)
+    string(REGEX MATCH "^[0-9]+[af]?" number "${arch}")
+    if(NOT arch MATCHES "-virtual$")
+      list(APPEND machine_code "sm_${number}")
+    endif()
+    if(NOT arch MATCHES "-real$")
+      list(APPEND ptx "compute_${number}")
+    endif()
+  endforeach()
+  list(JOIN machine_code " " text)
+  if(ptx)
+    list(JOIN ptx " " ptx_text)
+    string(APPEND text " + PTX ${ptx_text}")
+  endif()
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
+
+if(CMAKE_CUDA_ARCHITECTURES MATCHES "^(native|all|all-major)$")
+  set(arch_text "${CMAKE_CUDA_ARCHITECTURES}")
+else()
+  workbook_describe_architectures(arch_text ${CMAKE_CUDA_ARCHITECTURES})
+endif()
+if(CMAKE_CUDA_ARCHITECTURES STREQUAL WORKBOOK_DEFAULT_CUDA_ARCHITECTURES)
+  set(arch_origin "the default")
+else()
+  set(arch_origin "chosen when this build folder was configured; `cmake --preset default --fresh` goes back to the default")
+endif()
+message(STATUS "workbook: CUDA ${CMAKE_CUDA_COMPILER_VERSION}, building for ${arch_text} (${arch_origin})")
+# CUDAARCHS only seeds a new build folder; say so instead of ignoring it silently.
+if(DEFINED ENV{CUDAARCHS} AND NOT "$ENV{CUDAARCHS}" STREQUAL "${CMAKE_CUDA_ARCHITECTURES}")
+  message(STATUS "workbook: CUDAARCHS=$ENV{CUDAARCHS} is ignored: this build folder already builds for "
+                 "${CMAKE_CUDA_ARCHITECTURES}; add --fresh (or -DCMAKE_CUDA_ARCHITECTURES=$ENV{CUDAARCHS})")
+endif()
+
+get_property(workbook_summary_lines GLOBAL PROPERTY WORKBOOK_SUMMARY_LINES)
+foreach(line IN LISTS workbook_summary_lines)
+  message(STATUS "workbook: ${line}")
+endforeach()
+if(WORKBOOK_COMPUTE_SANITIZER)
+  message(STATUS "workbook: compute-sanitizer found (${WORKBOOK_COMPUTE_SANITIZER}): sanitize tests registered")
+else()
+  message(STATUS "workbook: compute-sanitizer not found: the sanitize tests are left out "
+                 "(it comes with the full CUDA toolkit, in its bin/ folder)")
+endif()

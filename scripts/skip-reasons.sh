@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# skip-reasons.sh: after a ctest run, list why the skipped tests were skipped, grouped by reason,
+# so a reader sees the reasons without `ctest -V` (ctest itself prints only "***Skipped").
+#
+#   scripts/skip-reasons.sh JUNIT_XML      (run-tests.sh calls it with ctest's --output-junit file)
+#
+# The reason is what the test printed: a Catch2 SKIP message, or a program's one-line reason.
+set -euo pipefail
+junit=$1
+[[ -f $junit ]] || exit 0
+awk '
+  function unescape(s) {
+    gsub(/&lt;/, "<", s); gsub(/&gt;/, ">", s); gsub(/&quot;/, "\"", s); gsub(/&apos;/, "\047", s)
+    gsub(/&amp;/, "\\&", s)
+    return s
+  }
+  function trim(s) { gsub(/^[ \t]+|[ \t]+$/, "", s); return s }
+  /<testcase / {
+    name = $0; sub(/.*<testcase name="/, "", name); sub(/".*/, "", name); name = unescape(name)
+    skipped = ($0 ~ /status="notrun"/); in_output = 0; last = ""; message = ""; state = 0
+    next
+  }
+  skipped && /<system-out>/ { in_output = 1; sub(/.*<system-out>/, "") }
+  skipped && in_output {
+    done = sub(/<\/system-out>.*/, "")
+    line = trim(unescape($0))
+    if (state == 0 && line == "explicitly with message:") state = 1
+    else if (state == 1 && line != "") message = message (message == "" ? "" : " ") line
+    else if (state == 1 && message != "") state = 2
+    else if (state == 0 && line != "") last = line
+    if (!done) next
+    in_output = 0
+    reason = message != "" ? message : (last != "" ? last : "(no reason printed)")
+    if (!(reason in count)) order[++reasons] = reason
+    if (++count[reason] == 1) example[reason] = name
+    total++
+  }
+  END {
+    if (total == 0) exit
+    printf "\n%d tests skipped, for these reasons:\n", total
+    for (i = 1; i <= reasons; i++) {
+      r = order[i]
+      others = count[r] > 1 ? sprintf(" and %d more", count[r] - 1) : ""
+      printf "  %3d x %s\n        (%s%s)\n", count[r], r, example[r], others
+    }
+  }
+' "$junit"
