@@ -11,6 +11,7 @@ cd "$workbook_root"
 workbook_build
 
 failed=()
+skipped=()
 for dir in [0-9][0-9]_*/; do
   chapter=${dir%/}
   program=${chapter#[0-9][0-9]_}
@@ -22,7 +23,7 @@ for dir in [0-9][0-9]_*/; do
   set -e
   case $status in
     0) ;;
-    77) echo "($chapter skipped: no usable GPU)" ;;
+    77) echo "($chapter skipped: no usable GPU)"; skipped+=("$chapter") ;;
     *) failed+=("$chapter (exit $status)") ;;
   esac
 done
@@ -30,4 +31,8 @@ if ((${#failed[@]})); then
   printf '\nFailed: %s\n' "${failed[*]}"
   exit 1
 fi
-printf '\nEvery chapter ran.\n'
+if ((${#skipped[@]})); then
+  printf '\nEvery chapter ran; %d of them need a GPU and were skipped: %s\n' "${#skipped[@]}" "${skipped[*]}"
+else
+  printf '\nEvery chapter ran and passed.\n'
+fi
