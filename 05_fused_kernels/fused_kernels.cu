@@ -302,10 +302,9 @@ FusedRegression::FusedRegression(const Config& config, cudaStream_t stream)
       host_(4) {
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
-  cudaDeviceProp prop{};
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  multiprocessors_ = prop.multiProcessorCount;
-  if (prop.major >= 9) {
+  CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount, device));
+  capability_ = device_compute_capability(device);  // tests may lower it: see compute_capability.h
+  if (capability_.at_least(9, 0)) {
     // The largest cluster this GPU can place: 16 (non-portable) when a GPC has 16 free SMs, else 8.
     CUDA_CHECK(cudaFuncSetAttribute(persistent_cluster_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     for (int size = kMaxClusterBlocks; size >= 1 && max_cluster_ == 0; size /= 2) {
@@ -364,7 +363,14 @@ Dataset FusedRegression::copy_dataset() const {
   return d;
 }
 
-bool FusedRegression::supports(Variant v) const { return v != Variant::kPersistent || max_cluster_ > 0; }
+std::string FusedRegression::skip_reason(Variant v) const {
+  if (v != Variant::kPersistent || max_cluster_ > 0) return "";
+  if (!capability_.at_least(9, 0)) {
+    return "needs thread-block clusters and distributed shared memory, compute capability 9.0 (Hopper) or newer; "
+           "this GPU is " + capability_.text();
+  }
+  return "no thread-block cluster of 1 to 16 blocks of 512 threads fits on this GPU now";
+}
 
 int FusedRegression::cluster_blocks() const {
   const std::int64_t wanted = ceil_div(ceil_div(train_points_, 4), static_cast<std::int64_t>(kClusterThreads) * kUnroll);
@@ -516,7 +522,7 @@ void FusedRegression::build_graph() {
 }
 
 void FusedRegression::prepare(Variant v) {
-  if (!supports(v)) throw std::runtime_error(std::string("variant ") + variant_name(v) + " needs a GPU with clusters");
+  if (!supports(v)) throw std::runtime_error(std::string("variant ") + variant_name(v) + ": " + skip_reason(v));
   if (v == Variant::kStreams && side_streams_.empty()) {
     for (int k = 0; k < kStreamCount; ++k) {
       side_streams_.emplace_back();

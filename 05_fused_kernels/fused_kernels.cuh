@@ -9,6 +9,7 @@
 // Host-only declarations with plain types (g++ compiles this header); the kernels live in the .cu.
 #pragma once
 
+#include "compute_capability.h"
 #include "device_buffer.h"
 #include "regression.h"
 #include "stream.h"
@@ -40,7 +41,7 @@ enum class Variant {
   kLastBlock = 4,    // one launch per epoch: the last block to finish reduces and steps
   kGraph = 5,        // variant 4, every epoch captured into one CUDA graph
   kStreams = 6,      // the article's split over K streams, joined with events before the update
-  kPersistent = 7,   // one launch for all epochs: a thread-block cluster with a cluster barrier
+  kPersistent = 7,   // one launch for all epochs: a thread-block cluster with a cluster barrier (cc 9.0+)
 };
 inline constexpr int kVariantCount = 7;
 std::vector<Variant> all_variants();
@@ -71,8 +72,10 @@ class FusedRegression {
 
   Dataset copy_dataset() const;  // the GPU's data on the host, for the reference (synchronizes)
 
-  // Whether this GPU can run the variant (7 needs thread-block clusters: compute capability 9.0+).
-  bool supports(Variant v) const;
+  // Whether this GPU can run the variant (7 needs thread-block clusters: compute capability 9.0+,
+  // as device_compute_capability reports it). skip_reason says why not, in one line ("" if it can).
+  bool supports(Variant v) const { return skip_reason(v).empty(); }
+  std::string skip_reason(Variant v) const;
   LaunchShape shape(Variant v) const;
 
   // One run of every epoch from w = 0.83, b = 0.7645. No host synchronization inside the loop;
@@ -103,6 +106,7 @@ class FusedRegression {
   std::int64_t test_points_ = 0;
   cudaStream_t stream_;
   int multiprocessors_ = 0;
+  ComputeCapability capability_;
   int max_cluster_ = 0;  // 0: no clusters on this GPU
   DeviceBuffer<float> x_, y_, pred_, partials_, atomic_slots_, params_, losses_, test_mse_;
   DeviceBuffer<unsigned> done_count_;

@@ -7,6 +7,7 @@
 //   fused_kernels --sweep --csv sweep.csv --json sweep.json   # sizes x variants (benchmark mode)
 //   fused_kernels --trace trace.json         # + a Chrome trace of 3 epochs of variants 1, 3, 4, 6
 #include "cli.h"
+#include "compute_capability.h"
 #include "epoch_trace.h"
 #include "event_timer.h"
 #include "fused_kernels.cuh"
@@ -116,6 +117,9 @@ std::string describe_device(int index, int* multiprocessors) {
   std::ostringstream s;
   s << prop.name << " (" << prop.multiProcessorCount << " SMs, " << prop.l2CacheSize / 1048576 << " MiB L2, cc "
     << prop.major << "." << prop.minor << ")";
+  if (compute_capability_is_pretended(index)) {
+    s << ", treated as cc " << device_compute_capability(index).text() << " (" << kPretendCapabilityVariable << ")";
+  }
   return s.str();
 }
 
@@ -193,8 +197,10 @@ int run_single(const Options& o, const std::vector<Variant>& variants, Repeats r
     const Variant v = variants[i];
     const LaunchShape s = gpu.shape(v);
     out << "  " << std::left << std::setw(15) << label(v) << std::right;
-    if (!gpu.supports(v)) {
-      out << "skipped: this GPU has no thread-block clusters\n";
+    if (!gpu.supports(v)) {  // a row all the same, so that the JSON says which variant and why
+      out << "skipped: " << gpu.skip_reason(v) << "\n";
+      rows.push_back({{"variant", static_cast<int>(v)}, {"name", variant_name(v)}, {"detail", variant_detail(v)},
+                      {"skipped", gpu.skip_reason(v)}});
       continue;
     }
     first[i] = gpu.train(v);
@@ -209,9 +215,14 @@ int run_single(const Options& o, const std::vector<Variant>& variants, Repeats r
                     {"w", first[i].w}, {"b", first[i].b}, {"test_mse", first[i].test_mse}, {"passed", c.ok},
                     {"relative_error", {{"w", c.w}, {"b", c.b}, {"losses", c.losses}, {"test_mse", c.test_mse}}}});
   }
-  if (!want.diverged_at && !first.empty() && !first.back().losses.empty()) {
-    const TrainingResult& shown = first.back();
-    out << "losses of variant " << label(variants.back()) << " (read after training; no syncs in the loop):\n";
+  // The losses of the last variant that ran (variant 7 is skipped on GPUs older than Hopper).
+  std::size_t last_run = variants.size();
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    if (gpu.supports(variants[i])) last_run = i;
+  }
+  if (!want.diverged_at && last_run < variants.size() && !first[last_run].losses.empty()) {
+    const TrainingResult& shown = first[last_run];
+    out << "losses of variant " << label(variants[last_run]) << " (read after training; no syncs in the loop):\n";
     for (int e : regression::printed_epochs(static_cast<int>(shown.losses.size()), config.print_every)) {
       out << "  epoch " << std::setw(4) << e << "  loss " << std::setprecision(7) << shown.losses[e] << "\n";
     }
@@ -236,10 +247,12 @@ int run_single(const Options& o, const std::vector<Variant>& variants, Repeats r
       << repeats.warmup << " warm-up, CUDA events, the epoch loop only):\n"
       << "  variant              ms      min      max   us/epoch     GB/s  of copy  vs unfused\n";
   double unfused_ms = 0.0;
-  std::size_t row = 0;
-  for (std::size_t i = 0; i < variants.size(); ++i) {
+  for (std::size_t i = 0; i < variants.size(); ++i) {  // rows[i] is variants[i]'s row, skipped or not
     const Variant v = variants[i];
-    if (!gpu.supports(v)) continue;
+    if (!gpu.supports(v)) {
+      out << "  " << std::left << std::setw(15) << label(v) << std::right << "   skipped (see the check above)\n";
+      continue;
+    }
     const Stats t = time_variant(gpu, v, first[i], repeats, report);
     if (v == Variant::kUnfused) unfused_ms = t.median;
     const double gbps = achieved_gbps(split.train, config.epochs, t.median);
@@ -249,11 +262,10 @@ int run_single(const Options& o, const std::vector<Variant>& variants, Repeats r
         << gbps << std::setw(8) << std::setprecision(1) << 100.0 * gbps / copy_gbps << "%";
     if (unfused_ms > 0) out << std::setw(11) << std::setprecision(1) << unfused_ms / t.median << "x";
     out << "\n" << std::defaultfloat;
-    rows[row]["training_ms"] = stats_json(t);
-    rows[row]["us_per_epoch"] = us_per_epoch(config.epochs, t.median);
-    rows[row]["gbps"] = gbps;
-    rows[row]["copy_fraction"] = gbps / copy_gbps;
-    ++row;
+    rows[i]["training_ms"] = stats_json(t);
+    rows[i]["us_per_epoch"] = us_per_epoch(config.epochs, t.median);
+    rows[i]["gbps"] = gbps;
+    rows[i]["copy_fraction"] = gbps / copy_gbps;
   }
   out << "repeated runs: every variant but 2 (float atomics) bit-identical in every run\n";
   j["variants"] = rows;
@@ -308,6 +320,7 @@ int run_sweep(const Options& o, const std::vector<Variant>& variants, Repeats re
     std::vector<std::pair<Variant, TrainingResult>> first;
   };
   std::vector<SizeRun> runs;
+  nlohmann::json skipped = nlohmann::json::array();  // variants this GPU cannot run, once each, with why
   for (const std::int64_t points : sizes) {
     SizeRun run;
     run.config = o.config;
@@ -320,6 +333,9 @@ int run_sweep(const Options& o, const std::vector<Variant>& variants, Repeats re
       return regression::train_reference(data, config);
     });
     for (const Variant v : variants) {
+      if (!run.gpu->supports(v) && runs.empty()) {  // the same for every size: the GPU decides
+        skipped.push_back({{"variant", static_cast<int>(v)}, {"name", variant_name(v)}, {"skipped", run.gpu->skip_reason(v)}});
+      }
       if (!run.gpu->supports(v) || (v == Variant::kAtomic && points > kAtomicSweepCap)) continue;
       run.first.emplace_back(v, run.gpu->train(v));
     }
@@ -366,12 +382,17 @@ int run_sweep(const Options& o, const std::vector<Variant>& variants, Repeats re
     }
     run.gpu.reset();  // free this size's GPU memory
   }
+  for (const auto& k : skipped) {
+    out << "  " << label(static_cast<Variant>(k["variant"].get<int>())) << " skipped: " << k["skipped"].get<std::string>()
+        << "\n";
+  }
   j["mode"] = "sweep";
   j["copy_bytes"] = copy_bytes;
   j["copy_gbps"] = copy_gbps;
   j["epochs"] = o.config.epochs;
   j["rows"] = nlohmann::json::array();
   for (const SweepRow& r : rows) j["rows"].push_back(to_json(r));
+  j["skipped"] = skipped;
   if (!o.csv.empty()) {
     std::ofstream file(o.csv);
     write_csv(file, rows);
@@ -420,6 +441,7 @@ int run(int argc, char** argv) {
   const int timed = o.repeats > 0 ? o.repeats : common.quick ? 2 : o.sweep ? 3 : 10;
   const Repeats repeats{common.quick ? 1 : 2, timed};
 
+  (void)pretended_compute_capability();  // a malformed test override is refused before anything is printed
   use_device(common.device);
   int multiprocessors = 0;
   const std::string device_name = describe_device(common.device, &multiprocessors);

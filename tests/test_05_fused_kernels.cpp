@@ -4,6 +4,7 @@
 // reference and rerun the deterministic ones for bit-identical results; the --trace layout and
 // summary run on a fake op list, and on the GPU the trace file is checked op by op (variant 6's
 // join included); [pytorch] runs the PyTorch script's GPU modes against the same reference.
+#include "compute_capability.h"
 #include "epoch_trace.h"
 #include "exit_codes.h"
 #include "fused_kernels.cuh"
@@ -20,8 +21,10 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -405,4 +408,131 @@ TEST_CASE("PyTorch eager, graph replay and torch.compile match the float64 refer
     CHECK(within(row["w"].get<double>(), w, regression::kParameterTolerance));
     CHECK(within(row["b"].get<double>(), bias, regression::kParameterTolerance));
   }
+}
+
+// ------------------------------------------------------------------ GPUs older than Hopper
+// WORKBOOK_PRETEND_COMPUTE_CAPABILITY (common/compute_capability.h) lowers the capability the
+// program acts on, so that these cases show an Ampere (8.0) or Ada (8.9) reader's run on a Hopper GPU.
+
+TEST_CASE("program: a malformed WORKBOOK_PRETEND_COMPUTE_CAPABILITY is one line and exit 2") {
+  for (const char* bad : {"eight", "8", "8.0.1", "9,0"}) {
+    const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick"}, {{kPretendCapabilityVariable, bad}});
+    CAPTURE(bad, r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, StartsWith("error: WORKBOOK_PRETEND_COMPUTE_CAPABILITY must be MAJOR.MINOR"));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.out.empty());
+  }
+}
+
+namespace {
+
+// The skip reason's start: the same whichever capability below 9.0 the GPU has (or pretends).
+constexpr const char* kClusterReason =
+    "needs thread-block clusters and distributed shared memory, compute capability 9.0 (Hopper) or newer; this GPU is ";
+
+// Sets an environment variable for this process until the end of the scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+}  // namespace
+
+TEST_CASE("an older GPU: variant 7 is not offered, every other variant still matches the reference", "[gpu]") {
+  require_gpus(1);
+  const char* pretend = GENERATE("8.0", "8.9");
+  CAPTURE(pretend);
+  const ScopedEnv older(kPretendCapabilityVariable, pretend);
+  regression::Config config;
+  config.points = 100'003;
+  config.epochs = 30;
+  Stream stream;
+  FusedRegression gpu(config, stream.get());
+  REQUIRE_FALSE(gpu.supports(Variant::kPersistent));
+  CHECK_THAT(gpu.skip_reason(Variant::kPersistent), StartsWith(kClusterReason));
+  CHECK_THROWS_WITH(gpu.train(Variant::kPersistent), ContainsSubstring(kClusterReason));
+  const TrainingResult want = regression::train_reference(gpu.copy_dataset(), config);
+  for (Variant v : all_variants()) {
+    if (v == Variant::kPersistent) continue;
+    CAPTURE(variant_name(v));
+    CHECK(gpu.skip_reason(v).empty());
+    require_matches_reference(gpu.train(v), want);
+  }
+}
+
+TEST_CASE("program on an older GPU: variant 7 skipped with its reason in text and JSON, the rest checked, PASS",
+          "[gpu]") {
+  const std::string pretend = GENERATE("8.0", "8.9");
+  CAPTURE(pretend);
+  const std::string json = temp_path("older.json");
+  const ProgramResult r =
+      run_program({WORKBOOK_PROGRAM, "--quick", "--json", json}, {{kPretendCapabilityVariable, pretend}});
+  skip_if_no_gpu(r);
+  CAPTURE(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(last_line(r.out) == "PASS");
+  CHECK_THAT(r.out, ContainsSubstring(std::string("  7 persistent   skipped: ") + kClusterReason));
+  CHECK_THAT(r.out, ContainsSubstring("  7 persistent      skipped (see the check above)"));
+  CHECK_THAT(r.out, ContainsSubstring("losses of variant 6 streams"));  // the last variant that ran
+  const nlohmann::json j = read_json(json);
+  CHECK(j["passed"] == true);
+  REQUIRE(j["variants"].size() == 7);
+  for (const auto& row : j["variants"]) {
+    CAPTURE(row.dump());
+    if (row["variant"] == 7) {
+      CHECK(row["name"] == "persistent");
+      CHECK_THAT(row["skipped"].get<std::string>(), StartsWith(kClusterReason));
+      CHECK_FALSE(row.contains("training_ms"));
+    } else {
+      CHECK_FALSE(row.contains("skipped"));
+      CHECK(row["passed"] == true);
+      CHECK(row.contains("training_ms"));
+    }
+  }
+  CHECK(j["per_epoch_ms"].contains("unfused"));
+  CHECK(j["per_epoch_ms"].contains("fused"));
+  // On a Hopper GPU the device line says the capability was lowered, and to what.
+  int major = 0;
+  REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) == cudaSuccess);
+  if (major >= 9) {
+    CHECK_THAT(r.out, ContainsSubstring("treated as cc " + pretend + " (WORKBOOK_PRETEND_COMPUTE_CAPABILITY)"));
+    CHECK_THAT(j["variants"][6]["skipped"].get<std::string>(), ContainsSubstring("this GPU is " + pretend));
+  }
+}
+
+TEST_CASE("sweep on an older GPU: no variant 7 rows, the skip said once, every other row checked", "[gpu]") {
+  const std::string pretend = GENERATE("8.0", "8.9");
+  CAPTURE(pretend);
+  const std::string json = temp_path("older_sweep.json");
+  const std::string csv = temp_path("older_sweep.csv");
+  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--sweep", "--quick", "--csv", csv, "--json", json},
+                                      {{kPretendCapabilityVariable, pretend}});
+  skip_if_no_gpu(r);
+  CAPTURE(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(last_line(r.out) == "PASS");
+  CHECK_THAT(r.out, ContainsSubstring(std::string("  7 persistent skipped: ") + kClusterReason));
+  const nlohmann::json s = read_json(json);
+  CHECK(s["rows"].size() == 3 * 6);  // 3 sizes x variants 1-6
+  for (const auto& row : s["rows"]) {
+    CHECK(row["variant"] != "persistent");
+    CHECK(row["passed"] == true);
+  }
+  REQUIRE(s["skipped"].size() == 1);
+  CHECK(s["skipped"][0]["variant"] == 7);
+  CHECK_THAT(s["skipped"][0]["skipped"].get<std::string>(), StartsWith(kClusterReason));
 }

@@ -241,7 +241,7 @@ TEST_CASE("launcher: the first failed rank is named, the others are told, stragg
   CHECK(r.first_failure->rank == 1);
   CHECK(r.first_failure->status == 5);
   CHECK(describe_exit(*r.first_failure) == "exit status 5");
-  CHECK(seconds < 10.0);
+  CHECK(seconds < 60.0);  // below rank 2's own sleep: it was killed, not waited for, however busy the machine
   REQUIRE(r.exits.size() == 3);
   for (const ChildExit& e : r.exits) {
     if (e.rank == 0) CHECK(e.status == 3);
@@ -286,7 +286,7 @@ TEST_CASE("launcher: ranks still running after the whole-run bound are killed an
   const double seconds =
       seconds_of([&] { r = launch_workers("/bin/sh", {"-c", "exec sleep 60"}, 2, "00", {1.0, 0.5}, log); });
   CAPTURE(log.str());
-  CHECK(seconds < 10.0);
+  CHECK(seconds < 60.0);  // below the workers' own sleep: killed at the bound, not waited for
   CHECK(r.timed_out);
   CHECK_FALSE(r.first_failure);  // nothing failed: the bound ended it
   CHECK_FALSE(r.ok());
@@ -528,13 +528,27 @@ TEST_CASE("fault injection: rank 1 dies at epoch 5; rank 0 stops within the boun
                      "--fail-epoch", "5", "--timeout-s", std::to_string(bound), "--json", path});
   });
   CAPTURE(r.out, r.err, seconds);
-  CHECK(r.exit_code == 1);
-  CHECK(seconds < bound + 30.0);  // start-up and NCCL init included
+  CHECK(r.exit_code == 1);  // not 124: it ended by itself, within run_program's limit
   CHECK_THAT(r.out + r.err, ContainsSubstring("rank 1 failed"));
   CHECK_THAT(r.err, ContainsSubstring("injected fault at epoch 5"));
   const nlohmann::json j = read_json(path);
   CHECK(j["passed"] == false);
   CHECK(j["ddp"]["launcher"]["failed_rank"] == 1);
-  CHECK(j["ddp"]["launcher"]["stopped_after_s"].get<double>() < bound);
-  for (const auto& e : j["ddp"]["launcher"]["exits"]) CHECK(e["status"] != 0);  // survivors exit non-zero too
+  // Within the bound, as the launcher itself decides: it kills a rank still running `bound` s
+  // after the first failure and marks it killed; no wall clock of this test is compared.
+  CHECK(j["ddp"]["launcher"]["stopped_after_s"].get<double>() >= 0.0);
+  for (const auto& e : j["ddp"]["launcher"]["exits"]) {
+    CHECK(e["status"] != 0);  // survivors exit non-zero too
+    CHECK(e["killed"] == false);
+  }
+}
+
+TEST_CASE("an older GPU (WORKBOOK_PRETEND_COMPUTE_CAPABILITY=8.0): one rank still passes", "[gpu]") {
+  require_gpus(1);
+  // Chapter 05's FusedRegression, which this program trains on one GPU, asks for the capability
+  // when it is made; variant 4, the one used here, runs on every GPU.
+  const nlohmann::json j = run_json({"--quick", "--gpus", "1"}, nullptr, {{"WORKBOOK_PRETEND_COMPUTE_CAPABILITY", "8.0"}});
+  CHECK(j["passed"] == true);
+  require_training_passed(j["dp"], 1);
+  require_training_passed(j["ddp"], 1);
 }
