@@ -229,9 +229,10 @@ struct Liveness {
 };
 
 // The rank among `candidates` (running, other than the one compared with) that stopped
-// responding first, compared with a heartbeat at `reference_beat_s` (none: stopped ranks only).
+// responding first, compared with a heartbeat at `reference_beat_s` (none: stopped ranks only),
+// which `reference` names ("rank 0's last").
 std::optional<Unresponsive> find_unresponsive(const std::vector<std::pair<int, Liveness>>& candidates,
-                                              std::optional<double> reference_beat_s) {
+                                              std::optional<double> reference_beat_s, const std::string& reference) {
   std::optional<Unresponsive> found;
   double found_quiet_s = 0.0;
   bool found_stopped = false;
@@ -246,7 +247,7 @@ std::optional<Unresponsive> find_unresponsive(const std::vector<std::pair<int, L
       how << "stopped by signal " << l.stop_signal << " (" << strsignal(l.stop_signal) << ")";
     } else {
       how << "no heartbeat for " << std::fixed << std::setprecision(1) << *reference_beat_s - quiet_s
-          << " s before the other ranks' last";
+          << " s before " << reference;
     }
     found = Unresponsive{rank, how.str()};
     found_quiet_s = quiet_s;
@@ -561,7 +562,8 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
       const ChildExit& e = *failed_now;
       result.first_failure = e;
       const Child& failed = children[static_cast<std::size_t>(e.rank)];
-      result.unresponsive = find_unresponsive(others(e.rank), failed.liveness.last_beat_s);
+      result.unresponsive = find_unresponsive(others(e.rank), failed.liveness.last_beat_s,
+                                              "rank " + std::to_string(e.rank) + "'s last");
       log << "launcher: rank " << e.rank << " failed first (" << describe_exit(e) << " after " << e.seconds << " s)";
       if (result.unresponsive) {
         log << ", but rank " << result.unresponsive->rank << " had stopped responding ("
@@ -597,7 +599,7 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
       for (const Child& c : children) {
         if (c.liveness.last_beat_s) latest_beat = std::max(latest_beat.value_or(0.0), *c.liveness.last_beat_s);
       }
-      result.unresponsive = find_unresponsive(others(-1), latest_beat);
+      result.unresponsive = find_unresponsive(others(-1), latest_beat, "the latest of any rank");
       result.still_running = kill_remaining();
       result.timed_out = true;
       log << "launcher: the whole-run bound of " << bounds.whole_run_s << " s passed; killed the ranks still running:";

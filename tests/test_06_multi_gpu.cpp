@@ -689,6 +689,7 @@ TEST_CASE("launcher: a running rank without heartbeats is named, one failing on 
     REQUIRE(r.unresponsive);
     CHECK(r.unresponsive->rank == 1);
     CHECK_THAT(r.unresponsive->how, ContainsSubstring("no heartbeat for"));
+    CHECK_THAT(r.unresponsive->how, ContainsSubstring("before rank 0's last"));
     CHECK_THAT(describe_failure(r), Catch::Matchers::StartsWith("rank 1 stopped responding (no heartbeat"));
     require_every_rank_gone(r, 2);
   }
