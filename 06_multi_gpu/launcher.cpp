@@ -16,9 +16,13 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <stdexcept>
-#include <thread>
+#include <iomanip>
+#include <iterator>
+#include <sstream>
 
 extern char** environ;
 
@@ -118,6 +122,140 @@ bool tell(int fd, const std::string& message) {
   return true;
 }
 
+// ---- Stop signals ------------------------------------------------------------------------------
+// SIGTERM (a scheduler, timeout(1)), SIGINT (Ctrl-C) and SIGHUP (the terminal went away) stop a
+// launch. The handler only notes the first one and writes each one's number to a self-pipe; the
+// supervision loop, woken by that pipe, forwards them to the ranks. The ranks stay in the
+// launcher's process group (Ctrl-Z and a terminal's Ctrl-C reach all of them at once) and keep
+// the default action of these signals, so a second copy (the terminal's and ours) finds a rank
+// already ending and changes nothing.
+constexpr int kStopSignals[] = {SIGTERM, SIGINT, SIGHUP};
+volatile sig_atomic_t g_first_stop_signal = 0;
+int g_wake_write_fd = -1;  // one launch at a time: the handlers are the process's
+
+void on_stop_signal(int sig) {
+  const int saved_errno = errno;  // async-signal-safe calls only
+  if (g_first_stop_signal == 0) g_first_stop_signal = sig;
+  const unsigned char number = static_cast<unsigned char>(sig);
+  if (write(g_wake_write_fd, &number, 1) < 0) {
+    // a full pipe (non-blocking) already holds enough to wake the loop; the first is in the flag
+  }
+  errno = saved_errno;
+}
+
+// Owns the handlers and the self-pipe for one launch. Made before the forks: the forking thread
+// blocks the signals, so a child never runs the handler between fork() and execve(); each child
+// restores the default action (execve would, but only then) and the mask it should have, and
+// ignored signals stay ignored (nohup, `cmd &` in a script). Other threads of the launcher (NCCL's
+// bootstrap thread) may run the handler; that is fine, it only writes a byte. The destructor
+// puts back the previous actions: a signal after the launch acts as it would have without it.
+class StopSignals {
+ public:
+  StopSignals() {
+    sigset_t stop;
+    sigemptyset(&stop);
+    for (int s : kStopSignals) sigaddset(&stop, s);
+    pthread_sigmask(SIG_BLOCK, &stop, &mask_);
+    if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
+      const int error = errno;
+      pthread_sigmask(SIG_SETMASK, &mask_, nullptr);
+      throw std::runtime_error(std::string("pipe2: ") + std::strerror(error));
+    }
+    g_first_stop_signal = 0;
+    g_wake_write_fd = wake_[1];
+    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) {
+      sigaction(kStopSignals[i], nullptr, &previous_[i]);
+      if (previous_[i].sa_handler == SIG_IGN) continue;
+      struct sigaction catcher {};
+      catcher.sa_handler = on_stop_signal;
+      sigemptyset(&catcher.sa_mask);
+      catcher.sa_flags = SA_RESTART;
+      caught_[i] = sigaction(kStopSignals[i], &catcher, nullptr) == 0;
+    }
+  }
+  ~StopSignals() {
+    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) {
+      if (caught_[i]) sigaction(kStopSignals[i], &previous_[i], nullptr);
+    }
+    g_wake_write_fd = -1;
+    close(wake_[0]);
+    close(wake_[1]);
+    pthread_sigmask(SIG_SETMASK, &mask_, nullptr);  // one still pending acts as it would have
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+  // In the child after fork() (async-signal-safe): default actions back, the old mask back.
+  void reset_in_child() const {
+    struct sigaction default_action {};
+    default_action.sa_handler = SIG_DFL;
+    sigemptyset(&default_action.sa_mask);
+    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) {
+      if (caught_[i]) sigaction(kStopSignals[i], &default_action, nullptr);
+    }
+    sigprocmask(SIG_SETMASK, &mask_, nullptr);
+  }
+  // In the launcher after the forks: a signal that came meanwhile is handled now.
+  void unblock() const { pthread_sigmask(SIG_SETMASK, &mask_, nullptr); }
+  int wake_fd() const { return wake_[0]; }
+  // The signals received since the last call, in order.
+  std::vector<int> take() const {
+    std::vector<int> signals;
+    unsigned char numbers[64];
+    ssize_t got = 0;
+    while ((got = read(wake_[0], numbers, sizeof numbers)) > 0) signals.insert(signals.end(), numbers, numbers + got);
+    return signals;
+  }
+
+ private:
+  sigset_t mask_{};
+  int wake_[2] = {-1, -1};
+  struct sigaction previous_[std::size(kStopSignals)] {};
+  bool caught_[std::size(kStopSignals)] = {};
+};
+
+// ---- Liveness ------------------------------------------------------------------------------------
+// What the launcher knows of a running rank besides its exit: whether waitpid(WUNTRACED) reported
+// it stopped (SIGSTOP, SIGTSTP; WCONTINUED clears it), and when its last heartbeat came. A rank
+// beats from its wait loops, also while it waits for a peer, so when a rank gives up waiting the
+// one to name is a peer that is stopped, or that fell silent well before the waiting rank's last
+// beat: its progress stopped first. A rank that never beat counts as silent since the launch.
+constexpr double kSilentMargin_s = 1.0;  // 10 heartbeat periods
+
+struct Liveness {
+  bool stopped = false;
+  int stop_signal = 0;
+  std::optional<double> last_beat_s;  // since the launch
+};
+
+// The rank among `candidates` (running, other than the one compared with) that stopped
+// responding first, compared with a heartbeat at `reference_beat_s` (none: stopped ranks only),
+// which `reference` names ("rank 0's last").
+std::optional<Unresponsive> find_unresponsive(const std::vector<std::pair<int, Liveness>>& candidates,
+                                              std::optional<double> reference_beat_s, const std::string& reference) {
+  std::optional<Unresponsive> found;
+  double found_quiet_s = 0.0;
+  bool found_stopped = false;
+  for (const auto& [rank, l] : candidates) {
+    const double quiet_s = l.last_beat_s.value_or(0.0);
+    const bool silent = reference_beat_s && *reference_beat_s - quiet_s > kSilentMargin_s;
+    if (!l.stopped && !silent) continue;
+    // A stopped rank is certain, a silent one inferred: stopped ones first, then the quiet longest.
+    if (found && (found_stopped > l.stopped || (found_stopped == l.stopped && found_quiet_s <= quiet_s))) continue;
+    std::ostringstream how;
+    if (l.stopped) {
+      how << "stopped by signal " << l.stop_signal << " (" << strsignal(l.stop_signal) << ")";
+    } else {
+      how << "no heartbeat for " << std::fixed << std::setprecision(1) << *reference_beat_s - quiet_s
+          << " s before " << reference;
+    }
+    found = Unresponsive{rank, how.str()};
+    found_quiet_s = quiet_s;
+    found_stopped = l.stopped;
+  }
+  return found;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> forced_environment() {
@@ -171,6 +309,7 @@ std::optional<WorkerIdentity> worker_identity_from_environment(EnvLookup getenv_
   if (id == nullptr || *id == '\0') throw std::invalid_argument(std::string(kNcclIdVariable) + " is not set");
   w.nccl_id_hex = id;
   w.control_fd = read_int(getenv_fn, kControlFdVariable).value_or(-1);
+  w.heartbeat_fd = read_int(getenv_fn, kHeartbeatFdVariable).value_or(-1);
   return w;
 }
 
@@ -181,10 +320,12 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& pare
   ours.emplace_back(kLocalRankVariable, std::to_string(identity.local_rank));
   ours.emplace_back(kNcclIdVariable, identity.nccl_id_hex);
   if (identity.control_fd >= 0) ours.emplace_back(kControlFdVariable, std::to_string(identity.control_fd));
+  if (identity.heartbeat_fd >= 0) ours.emplace_back(kHeartbeatFdVariable, std::to_string(identity.heartbeat_fd));
   std::vector<std::string> env;
   for (const std::string& entry : parent) {
     const std::string name = variable_name(entry);
-    bool replaced = name == kControlFdVariable;  // never inherit a pipe number from an outer launcher
+    // never inherit a pipe number from an outer launcher
+    bool replaced = name == kControlFdVariable || name == kHeartbeatFdVariable;
     for (const auto& [ours_name, value] : ours) replaced = replaced || name == ours_name;
     if (!replaced) env.push_back(entry);
   }
@@ -215,13 +356,40 @@ std::string describe_exit(const ChildExit& e) {
   return "exit status " + std::to_string(e.status);
 }
 
+int blamed_rank(const LaunchResult& r) { return r.unresponsive ? r.unresponsive->rank : r.first_failure.value().rank; }
+
+std::string describe_failure(const LaunchResult& r) {
+  const ChildExit& f = r.first_failure.value();
+  if (!r.unresponsive) return "rank " + std::to_string(f.rank) + " failed (" + describe_exit(f) + ")";
+  return "rank " + std::to_string(r.unresponsive->rank) + " stopped responding (" + r.unresponsive->how + "); rank " +
+         std::to_string(f.rank) + " failed first (" + describe_exit(f) + ")";
+}
+
+void end_by_signal(int sig) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  sigaction(sig, &default_action, nullptr);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, sig);
+  pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
+  raise(sig);
+  _exit(128 + sig);  // not reached for SIGTERM, SIGINT, SIGHUP: their default action ends the process
+}
+
 LaunchResult launch_workers(const std::string& program, const std::vector<std::string>& args, int nproc,
                             const std::string& nccl_id_hex, LaunchBounds bounds, std::ostream& log) {
   using Clock = std::chrono::steady_clock;
   struct Child {
     pid_t pid = -1;
-    int control = -1;  // the launcher's (write) end of the worker's pipe
+    int control = -1;    // the launcher's (write) end of the worker's control pipe
+    int heartbeat = -1;  // the launcher's (read) end of the worker's heartbeat pipe; -1 once closed
     bool running = false;
+    Liveness liveness;
   };
   const auto start = Clock::now();
   auto after = [](Clock::time_point t, double seconds) {
@@ -232,18 +400,23 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
   const int max_fd = open_file_limit();
   std::vector<Child> children(static_cast<std::size_t>(nproc));
   LaunchResult result;
+  const StopSignals stop_signals;  // before the forks: see StopSignals
 
   for (int rank = 0; rank < nproc; ++rank) {
-    int pipe_fds[2];
+    int pipe_fds[2], beat_fds[2];
     if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+    // Non-blocking at both ends: the rank never waits to beat, the launcher never waits to read.
+    if (pipe2(beat_fds, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
     WorkerIdentity id;
     id.rank = rank;
     id.world_size = nproc;
     id.local_rank = rank;
     id.nccl_id_hex = nccl_id_hex;
     id.control_fd = pipe_fds[0];
+    id.heartbeat_fd = beat_fds[1];
     // Everything the child needs is built before fork(): after it, the child only calls
-    // async-signal-safe functions (prctl, getppid, dup2, close_range/fcntl, execve, _exit).
+    // async-signal-safe functions (prctl, getppid, sigaction, sigprocmask, dup2, close_range/fcntl,
+    // execve, _exit).
     std::vector<std::string> env = worker_environment(parent_env, id);
     std::vector<std::string> argv_strings{program};
     argv_strings.insert(argv_strings.end(), args.begin(), args.end());
@@ -258,23 +431,37 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
     if (pid == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);  // a worker never outlives its launcher
       if (getppid() != launcher) _exit(127);
+      stop_signals.reset_in_child();
       // The worker's report goes to stderr: the launcher's stdout carries only the launcher's
       // own report (or its one JSON object with --json).
       if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0) _exit(127);
       close_inherited_on_exec(max_fd);
-      fcntl(pipe_fds[0], F_SETFD, 0);  // of the inherited descriptors, only the read end survives execve
+      fcntl(pipe_fds[0], F_SETFD, 0);  // of the inherited descriptors, only its two pipe ends survive execve
+      fcntl(beat_fds[1], F_SETFD, 0);
       execve(program.c_str(), argv.data(), envp.data());
       _exit(127);
     }
     close(pipe_fds[0]);
-    children[static_cast<std::size_t>(rank)] = Child{pid, pipe_fds[1], true};
+    close(beat_fds[1]);
+    children[static_cast<std::size_t>(rank)] = Child{pid, pipe_fds[1], beat_fds[0], true, {}};
   }
+  stop_signals.unblock();
   const IgnoreSigpipe ignore_sigpipe;  // after the forks: see IgnoreSigpipe
   log << "launcher: started " << nproc << (nproc == 1 ? " rank" : " ranks") << " (pids";
   for (const Child& c : children) log << " " << c.pid;
   log << "); bound for the whole run " << bounds.whole_run_s << " s\n" << std::flush;
 
-  // Kills every rank still running and records it; returns their ranks.
+  int running = nproc;
+  auto record_exit = [&](int rank, ChildExit e) {
+    Child& c = children[static_cast<std::size_t>(rank)];
+    c.running = false;
+    --running;
+    e.pid = c.pid;
+    result.exits.push_back(e);
+    return e;
+  };
+  // Kills every rank still running and records it; returns their ranks. SIGKILL ends a stopped
+  // rank too.
   auto kill_remaining = [&] {
     std::vector<int> killed;
     for (int rank = 0; rank < nproc; ++rank) {
@@ -284,49 +471,121 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
       int ignored = 0;
       while (waitpid(c.pid, &ignored, 0) < 0 && errno == EINTR) {
       }
-      c.running = false;
       ChildExit e;
       e.rank = rank;
       e.status = 128 + SIGKILL;
       e.signaled = true;
       e.killed = true;
       e.seconds = seconds_since(start);
-      result.exits.push_back(e);
+      record_exit(rank, e);
       killed.push_back(rank);
     }
     return killed;
   };
+  // The running ranks other than `except`, with what is known of their liveness.
+  auto others = [&](int except) {
+    std::vector<std::pair<int, Liveness>> list;
+    for (int rank = 0; rank < nproc; ++rank) {
+      const Child& c = children[static_cast<std::size_t>(rank)];
+      if (c.running && rank != except) list.emplace_back(rank, c.liveness);
+    }
+    return list;
+  };
 
   const Clock::time_point whole_run_deadline = after(start, bounds.whole_run_s);
-  std::optional<Clock::time_point> failure_deadline;
-  int running = nproc;
+  std::optional<Clock::time_point> failure_deadline, signal_deadline;
+  double signal_at_s = 0.0;
+  std::vector<pollfd> fds;
   while (running > 0) {
-    int wait_status = 0;
-    const pid_t pid = waitpid(-1, &wait_status, WNOHANG);
-    if (pid > 0) {
-      for (int rank = 0; rank < nproc; ++rank) {
-        Child& c = children[static_cast<std::size_t>(rank)];
-        if (c.pid != pid || !c.running) continue;
-        c.running = false;
-        --running;
-        const ChildExit e = decode_exit(rank, wait_status, seconds_since(start));
-        result.exits.push_back(e);
-        if (e.status != 0 && !result.first_failure) {
-          result.first_failure = e;
-          log << "launcher: rank " << rank << " failed first (" << describe_exit(e) << " after " << e.seconds
-              << " s); telling the other ranks, which have " << bounds.after_failure_s << " s to stop\n"
-              << std::flush;
-          const std::string message = "rank " + std::to_string(rank) + " failed (" + describe_exit(e) + ")\n";
-          for (Child& other : children) {
-            if (other.running) (void)tell(other.control, message);  // false: it exited too, not yet reaped
-          }
-          failure_deadline = after(Clock::now(), bounds.after_failure_s);
+    // Sleep until a heartbeat or a signal arrives, 5 ms at most (exits are polled with waitpid).
+    fds.assign(1, pollfd{stop_signals.wake_fd(), POLLIN, 0});
+    for (const Child& c : children) {
+      if (c.heartbeat >= 0) fds.push_back(pollfd{c.heartbeat, POLLIN, 0});
+    }
+    (void)::poll(fds.data(), fds.size(), 5);  // EINTR: a signal, handled below
+    for (Child& c : children) {
+      if (c.heartbeat < 0) continue;
+      char beats[64];
+      ssize_t got = 0;
+      while ((got = read(c.heartbeat, beats, sizeof beats)) > 0) c.liveness.last_beat_s = seconds_since(start);
+      if (got == 0) {  // the rank closed its end (it exited): stop polling it
+        close(c.heartbeat);
+        c.heartbeat = -1;
+      }
+    }
+
+    // Forward each stop signal to every rank still running (SIGCONT as well, so a stopped rank
+    // acts on it); the first one starts the bound.
+    for (int sig : stop_signals.take()) {
+      if (!signal_deadline) {
+        result.stop_signal = sig;
+        signal_at_s = seconds_since(start);
+        signal_deadline = after(Clock::now(), bounds.after_signal_s);
+        log << "launcher: got signal " << sig << " (" << strsignal(sig) << "); forwarding it to every rank, which have "
+            << bounds.after_signal_s << " s to exit\n" << std::flush;
+      }
+      for (const Child& c : children) {
+        if (!c.running) continue;
+        kill(c.pid, sig);
+        if (c.liveness.stopped) kill(c.pid, SIGCONT);
+      }
+    }
+
+    // Every state change of every rank: exits, stops, continues.
+    std::optional<ChildExit> failed_now;
+    for (int rank = 0; rank < nproc; ++rank) {
+      Child& c = children[static_cast<std::size_t>(rank)];
+      int wait_status = 0;
+      pid_t pid = 0;
+      while (c.running && (pid = waitpid(c.pid, &wait_status, WNOHANG | WUNTRACED | WCONTINUED)) == c.pid) {
+        if (WIFSTOPPED(wait_status)) {
+          c.liveness.stopped = true;
+          c.liveness.stop_signal = WSTOPSIG(wait_status);
+        } else if (WIFCONTINUED(wait_status)) {
+          c.liveness.stopped = false;
+        } else {
+          const ChildExit e = record_exit(rank, decode_exit(rank, wait_status, seconds_since(start)));
+          if (e.status != 0 && !failed_now) failed_now = e;
         }
       }
-      continue;
+      if (pid < 0 && errno == ECHILD && c.running) {  // reaped elsewhere (should not happen): gone
+        ChildExit e;
+        e.rank = rank;
+        e.status = 1;
+        e.seconds = seconds_since(start);
+        record_exit(rank, e);
+      }
     }
-    if (pid < 0 && errno != EINTR) break;  // ECHILD: nothing left to wait for
+    // A rank that exits after a stop signal is stopping, not failing (read after waitpid: a
+    // signal to the whole group is pending here before any rank it ends can be reaped).
+    if (failed_now && !result.first_failure && g_first_stop_signal == 0) {
+      const ChildExit& e = *failed_now;
+      result.first_failure = e;
+      const Child& failed = children[static_cast<std::size_t>(e.rank)];
+      result.unresponsive = find_unresponsive(others(e.rank), failed.liveness.last_beat_s,
+                                              "rank " + std::to_string(e.rank) + "'s last");
+      log << "launcher: rank " << e.rank << " failed first (" << describe_exit(e) << " after " << e.seconds << " s)";
+      if (result.unresponsive) {
+        log << ", but rank " << result.unresponsive->rank << " had stopped responding ("
+            << result.unresponsive->how << ")";
+      }
+      log << "; telling the other ranks, which have " << bounds.after_failure_s << " s to stop\n" << std::flush;
+      const std::string message = "rank " + std::to_string(e.rank) + " failed (" + describe_exit(e) + ")\n";
+      for (Child& other : children) {
+        if (other.running) (void)tell(other.control, message);  // false: it exited too, not yet reaped
+      }
+      failure_deadline = after(Clock::now(), bounds.after_failure_s);
+    }
+    if (running == 0) break;
+
     const Clock::time_point now = Clock::now();
+    if (signal_deadline && now > *signal_deadline) {
+      for (int rank : kill_remaining()) {
+        log << "launcher: rank " << rank << " still running " << bounds.after_signal_s << " s after signal "
+            << result.stop_signal << ": killed\n";
+      }
+      break;
+    }
     if (failure_deadline && now > *failure_deadline) {
       for (int rank : kill_remaining()) {
         log << "launcher: rank " << rank << " still running " << bounds.after_failure_s << " s after rank "
@@ -335,21 +594,51 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
       break;
     }
     if (now > whole_run_deadline) {
+      // Before the kill: which rank went quiet well before the most recent heartbeat of any.
+      std::optional<double> latest_beat;
+      for (const Child& c : children) {
+        if (c.liveness.last_beat_s) latest_beat = std::max(latest_beat.value_or(0.0), *c.liveness.last_beat_s);
+      }
+      result.unresponsive = find_unresponsive(others(-1), latest_beat, "the latest of any rank");
       result.still_running = kill_remaining();
       result.timed_out = true;
       log << "launcher: the whole-run bound of " << bounds.whole_run_s << " s passed; killed the ranks still running:";
       for (int rank : result.still_running) log << " " << rank;
+      if (result.unresponsive) log << " (rank " << result.unresponsive->rank << " " << result.unresponsive->how << ")";
       log << "\n" << std::flush;
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  for (Child& c : children) close(c.control);
+  if (result.stop_signal != 0) {
+    log << "launcher: every rank is gone, " << seconds_since(start) - signal_at_s << " s after signal "
+        << result.stop_signal << "\n" << std::flush;
+  }
+  for (Child& c : children) {
+    close(c.control);
+    if (c.heartbeat >= 0) close(c.heartbeat);
+  }
   return result;
+}
+
+ControlChannel::ControlChannel(int fd, int heartbeat_fd) : fd_(fd), heartbeat_fd_(heartbeat_fd) {
+  // Never wait to beat, whoever made the descriptor.
+  if (heartbeat_fd_ >= 0) (void)fcntl(heartbeat_fd_, F_SETFL, fcntl(heartbeat_fd_, F_GETFL) | O_NONBLOCK);
 }
 
 ControlChannel::~ControlChannel() {
   if (fd_ >= 0) close(fd_);
+  if (heartbeat_fd_ >= 0) close(heartbeat_fd_);
+}
+
+void ControlChannel::heartbeat() {
+  if (heartbeat_fd_ < 0) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_beat_ < std::chrono::milliseconds(100)) return;
+  last_beat_ = now;
+  const char beat = '.';
+  if (write(heartbeat_fd_, &beat, 1) < 0) {
+    // EAGAIN: the pipe is full of beats the launcher has not read yet; it knows this rank is alive
+  }
 }
 
 std::optional<std::string> ControlChannel::poll() {

@@ -1,19 +1,23 @@
 // launcher.h: the built-in single-node launcher of `multi_gpu ddp --nproc N`, what torchrun does
 // for one node: start N copies of this program, one rank each, hand them the NCCL unique id
 // (hex, in an environment variable), watch them, and when one fails tell the others, wait a
-// bounded time for them to stop, and kill the stragglers.
+// bounded time for them to stop, and kill the stragglers. SIGTERM, SIGINT and SIGHUP sent to the
+// launcher are forwarded to every rank; the launcher returns only after every rank is gone.
 //
 //   apply_forced_environment();   // first thing in main(): multicast off in this process
 //   LaunchResult r = launch_workers(self_path(), worker_args, 4, id_hex, {30.0, 300.0}, std::cerr);
 //   if (r.first_failure) ...   // which rank failed first, and how
 //   if (r.timed_out) ...       // nothing failed, but r.still_running outlived the whole-run bound
+//   if (r.stop_signal) ...     // stopped by SIGTERM, SIGINT or SIGHUP; end_by_signal() after the report
 //
 // A worker finds its rank with worker_identity_from_environment() and listens on its
-// ControlChannel (a pipe from the launcher) while it waits for the GPU.
+// ControlChannel (a pipe from the launcher) while it waits for the GPU; the same object sends
+// the launcher a heartbeat from those waits, so a rank that stops responding can be named.
 #pragma once
 
 #include "plan.h"
 
+#include <chrono>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -27,6 +31,7 @@ inline constexpr const char* kWorldSizeVariable = "WORKBOOK_DDP_WORLD_SIZE";
 inline constexpr const char* kLocalRankVariable = "WORKBOOK_DDP_LOCAL_RANK";
 inline constexpr const char* kNcclIdVariable = "WORKBOOK_NCCL_ID";
 inline constexpr const char* kControlFdVariable = "WORKBOOK_DDP_CONTROL_FD";
+inline constexpr const char* kHeartbeatFdVariable = "WORKBOOK_DDP_HEARTBEAT_FD";
 
 // NVLink multicast (NVLS) stays off in every process of this program, whatever its parent had,
 // because a program that uses it can take a shared host's GPUs out of service. NCCL reads these
@@ -50,7 +55,8 @@ struct WorkerIdentity {
   int world_size = 1;
   int local_rank = 0;
   std::string nccl_id_hex;
-  int control_fd = -1;  // -1: no launcher pipe (e.g. started by hand)
+  int control_fd = -1;    // -1: no launcher pipe (e.g. started by hand)
+  int heartbeat_fd = -1;  // the write end of the heartbeat pipe to the launcher, -1: none
 };
 
 // nullopt when kRankVariable is not set (not a worker); throws std::invalid_argument naming the
@@ -69,6 +75,7 @@ std::string self_path();
 
 struct ChildExit {
   int rank = 0;
+  int pid = -1;
   int status = 0;           // the exit status; when `signaled`, 128 + the signal number (as a shell says)
   bool signaled = false;    // ended by a signal (then status - 128 is the signal)
   bool killed = false;      // killed by the launcher after a bound
@@ -78,6 +85,17 @@ struct ChildExit {
 struct LaunchBounds {
   double after_failure_s = 30.0;  // after the first failure, how long the other ranks have to stop
   double whole_run_s = 300.0;     // the whole launch, failure or not; then every rank left is killed
+  // After a stop signal, how long the ranks have to exit. They keep the default action of these
+  // signals, so they end at once but for the teardown of their CUDA context (about a second);
+  // 10 s is well inside the 30 s a scheduler such as Slurm waits before its own SIGKILL.
+  double after_signal_s = 10.0;
+};
+
+// A rank that stopped responding: stopped by a signal (SIGSTOP, SIGTSTP), or running without a
+// heartbeat for a while before the rank it was compared with.
+struct Unresponsive {
+  int rank = 0;
+  std::string how;  // "stopped by signal 19 (Stopped (signal))", "no heartbeat for 12.3 s before rank 0's last"
 };
 
 struct LaunchResult {
@@ -85,11 +103,21 @@ struct LaunchResult {
   std::optional<ChildExit> first_failure;  // the first child to exit non-zero (or be killed)
   bool timed_out = false;                  // the whole-run bound passed; the ranks left were killed
   std::vector<int> still_running;          // those ranks, when timed_out
-  bool ok() const { return !first_failure && !timed_out; }
+  // When a rank failed first or the whole-run bound passed while another rank had already
+  // stopped responding, that rank: the first failure was then most likely a peer that noticed.
+  std::optional<Unresponsive> unresponsive;
+  int stop_signal = 0;  // the first of SIGTERM, SIGINT, SIGHUP the launcher got (then forwarded), 0: none
+  bool ok() const { return !first_failure && !timed_out && stop_signal == 0; }
 };
 
 // "exit status 1", "signal 9 (Killed)", "killed by the launcher after the bound".
 std::string describe_exit(const ChildExit& e);
+
+// The rank to blame for a failed launch, and how: "rank 1 failed (exit status 1)", or "rank 1
+// stopped responding (stopped by signal 19 (Stopped (signal))); rank 0 failed first (exit status 1)".
+// Requires r.first_failure.
+int blamed_rank(const LaunchResult& r);
+std::string describe_failure(const LaunchResult& r);
 
 // Starts `nproc` copies of `program` with `args` (argv[1..]), rank r with the identity of rank r
 // of nproc, each with its stdout sent to the launcher's stderr (the launcher's stdout stays its
@@ -98,22 +126,37 @@ std::string describe_exit(const ChildExit& e);
 // more, then SIGKILLs those still running. Whatever happens, every rank still running
 // `bounds.whole_run_s` after the launch is killed and the result is timed_out. SIGPIPE is ignored
 // while the launcher watches (a rank that already exited has closed its pipe) and restored after.
-// Progress lines go to `log`.
+// SIGTERM, SIGINT and SIGHUP (each one not ignored when the launch began) are caught while it
+// watches: each is forwarded to every rank still running; after the first, ranks still running
+// `bounds.after_signal_s` later are killed, and the result's stop_signal says which it was.
+// It returns only when every rank has been reaped. One launch at a time per process (the signal
+// handlers are the process's). Progress lines go to `log`.
 LaunchResult launch_workers(const std::string& program, const std::vector<std::string>& args, int nproc,
                             const std::string& nccl_id_hex, LaunchBounds bounds, std::ostream& log);
 
-// The worker's end of the launcher's pipe. poll() never blocks: nullopt while nothing has
+// Ends this process as `signal` would have (after flushing stdout and stderr), so its parent (a
+// shell, a scheduler) sees the signal it sent: the shell says 128 + signal. For the program's
+// last step after a launch ended by stop_signal.
+[[noreturn]] void end_by_signal(int signal);
+
+// The worker's end of the launcher's pipes. poll() never blocks: nullopt while nothing has
 // arrived, else the launcher's message (or a note that the launcher is gone: the pipe closed).
+// heartbeat() tells the launcher this rank is still running its wait loops: one byte at most
+// every 100 ms, never blocking. A rank that waits for a stuck peer keeps beating; the stuck one
+// falls silent, and that is how the launcher tells the two apart.
 class ControlChannel {
  public:
-  explicit ControlChannel(int fd) : fd_(fd) {}
+  explicit ControlChannel(int fd, int heartbeat_fd = -1);
   ~ControlChannel();
   ControlChannel(const ControlChannel&) = delete;
   ControlChannel& operator=(const ControlChannel&) = delete;
   std::optional<std::string> poll();
+  void heartbeat();
 
  private:
   int fd_ = -1;
+  int heartbeat_fd_ = -1;
+  std::chrono::steady_clock::time_point last_beat_{};
   std::string buffer_;
   std::optional<std::string> message_;
 };

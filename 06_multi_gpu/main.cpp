@@ -29,6 +29,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <future>
 #include <iomanip>
@@ -388,7 +389,8 @@ LaunchOutcome launch_ddp(const Options& o, const regression::Config& c, int npro
   return r;
 }
 
-void run_ddp_launcher(const Options& o, const std::vector<int>& devices, Report& report) {
+// Returns the signal that stopped the launch (launcher.h), 0 if none.
+int run_ddp_launcher(const Options& o, const std::vector<int>& devices, Report& report) {
   const int nproc = o.nproc > 0 ? o.nproc : static_cast<int>(devices.size());
   const int available = probe_gpus().device_count - o.common.device;
   if (nproc > available) {
@@ -405,35 +407,46 @@ void run_ddp_launcher(const Options& o, const std::vector<int>& devices, Report&
   nlohmann::json j = r.rank0.is_object() && r.rank0.contains("ddp") ? r.rank0["ddp"] : nlohmann::json::object();
   nlohmann::json exits = nlohmann::json::array();
   for (const ChildExit& e : r.launch.exits) {
-    exits.push_back({{"rank", e.rank}, {"status", e.status}, {"signaled", e.signaled}, {"killed", e.killed},
-                     {"seconds", e.seconds}});
+    exits.push_back({{"rank", e.rank}, {"pid", e.pid}, {"status", e.status}, {"signaled", e.signaled},
+                     {"killed", e.killed}, {"seconds", e.seconds}});
   }
   j["launcher"] = {{"nproc", nproc}, {"exits", exits}, {"timeout_s", o.timeout_s},
                    {"launch_timeout_s", launch_bound_s(o)}, {"timed_out", r.launch.timed_out},
-                   {"still_running", r.launch.still_running}};
+                   {"still_running", r.launch.still_running}, {"stop_signal", r.launch.stop_signal}};
+  if (r.launch.unresponsive) j["launcher"]["unresponsive_rank"] = r.launch.unresponsive->rank;
   j["environment"] = forced_environment_json();
-  if (r.launch.timed_out && !r.launch.first_failure) {
+  if (r.launch.stop_signal != 0) {
+    const std::string how = "stopped by signal " + std::to_string(r.launch.stop_signal) + " (" +
+                            strsignal(r.launch.stop_signal) + ")";
+    out << "launcher: " << how << ", forwarded to every rank; all " << nproc << " ranks are gone\n";
+    report.check(false, "ddp: " + how);
+  } else if (r.launch.timed_out && !r.launch.first_failure) {
     std::string ranks;
     for (int rank : r.launch.still_running) ranks += " " + std::to_string(rank);
+    const std::string quiet = r.launch.unresponsive ? "; rank " + std::to_string(r.launch.unresponsive->rank) +
+                                                          " stopped responding (" + r.launch.unresponsive->how + ")"
+                                                    : std::string();
     out << "launcher: no rank failed, but ranks" << ranks << " were still running after the whole-run bound of "
-        << launch_bound_s(o) << " s (--launch-timeout-s): killed\n";
+        << launch_bound_s(o) << " s (--launch-timeout-s): killed" << quiet << "\n";
     report.check(false, "ddp: ranks" + ranks + " still running after " + fixed(launch_bound_s(o), 0) +
-                            " s (--launch-timeout-s): killed");
+                            " s (--launch-timeout-s): killed" + quiet);
   } else if (r.launch.first_failure) {
     const ChildExit& f = *r.launch.first_failure;
     double last = 0.0;
     for (const ChildExit& e : r.launch.exits) last = std::max(last, e.seconds);
-    out << "launcher: rank " << f.rank << " failed first (" << describe_exit(f) << "); every rank stopped "
-        << fixed(last - f.seconds, 2) << " s after it (bound " << o.timeout_s << " s)\n";
-    j["launcher"]["failed_rank"] = f.rank;
+    out << "launcher: " << describe_failure(r.launch) << "; every rank stopped " << fixed(last - f.seconds, 2)
+        << " s after it (bound " << o.timeout_s << " s)\n";
+    j["launcher"]["failed_rank"] = blamed_rank(r.launch);
+    j["launcher"]["first_exit_rank"] = f.rank;
     j["launcher"]["stopped_after_s"] = last - f.seconds;
-    report.check(false, "ddp: rank " + std::to_string(f.rank) + " failed (" + describe_exit(f) + ")");
+    report.check(false, "ddp: " + describe_failure(r.launch));
   } else {
     out << "launcher: all " << nproc << " ranks exited 0\n";
     const bool passed = r.rank0.is_object() && r.rank0.value("passed", false);
     report.check(passed, "ddp: rank 0 reported a failed check");
   }
   report.json()["ddp"] = j;
+  return r.launch.stop_signal;
 }
 
 // One rank of a DDP run, started by the built-in launcher or by mpirun. Rank 0 reports.
@@ -482,7 +495,8 @@ int run_mpi_rank(Options& o, int* argc, char*** argv) {
 // ---------------------------------------------------------------------------------------------
 // scaling
 
-void run_scaling(const Options& o, const std::vector<int>& devices, Report& report) {
+// Returns the signal that stopped one of its launches (the rest are not run), 0 if none.
+int run_scaling(const Options& o, const std::vector<int>& devices, Report& report) {
   std::ostream& out = report.out();
   const std::vector<int> counts = usable_gpu_counts(parse_int_list(o.gpu_counts, "--gpu-counts"), static_cast<int>(devices.size()));
   out << "== scaling: DDP ranks (built-in launcher) over " << counts.size() << " GPU count"
@@ -507,6 +521,10 @@ void run_scaling(const Options& o, const std::vector<int>& devices, Report& repo
       const regression::Config c = training_config(o, points);
       std::ostringstream log;
       const LaunchOutcome r = launch_ddp(quiet, c, n, log);
+      if (r.launch.stop_signal != 0) {
+        report.check(false, "scaling: stopped by signal " + std::to_string(r.launch.stop_signal));
+        return r.launch.stop_signal;
+      }
       const bool ok = r.launch.ok() && r.rank0.is_object() && r.rank0.value("passed", false);
       report.check(ok, "scaling: " + k.kind + " " + std::to_string(points) + " points on " + std::to_string(n) +
                            " GPUs failed" + (r.launch.ok() ? "" : ": " + log.str()));
@@ -526,6 +544,7 @@ void run_scaling(const Options& o, const std::vector<int>& devices, Report& repo
     }
   }
   report.json()["scaling"] = {{"gpu_counts", counts}, {"rows", rows}, {"repeats", o.repeats}};
+  return 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -580,7 +599,7 @@ int run(int argc, char** argv) {
   const auto identity = worker_identity_from_environment(&process_environment);
   if (identity) {
     if (!ddp->parsed()) throw UsageError(std::string(kRankVariable) + " is set: workers run `ddp` only");
-    ControlChannel control(identity->control_fd);
+    ControlChannel control(identity->control_fd, identity->heartbeat_fd);
     return run_ddp_rank(o, identity->rank, identity->world_size, identity->local_rank,
                         decode_unique_id(identity->nccl_id_hex), &control);
   }
@@ -603,9 +622,12 @@ int run(int argc, char** argv) {
   if (all || topology->parsed()) run_topology(o, devices, report);
   if (all || allreduce->parsed()) run_allreduce(o, devices, report);
   if (all || dp->parsed()) run_dp(o, devices, report);
-  if (all || ddp->parsed()) run_ddp_launcher(o, devices, report);
-  if (all || scaling->parsed()) run_scaling(o, devices, report);
-  return report.finish();
+  int stop_signal = 0;  // SIGTERM, SIGINT or SIGHUP stopped a launch: report, then end as that signal
+  if (all || ddp->parsed()) stop_signal = run_ddp_launcher(o, devices, report);
+  if (stop_signal == 0 && (all || scaling->parsed())) stop_signal = run_scaling(o, devices, report);
+  const int code = report.finish();
+  if (stop_signal != 0) end_by_signal(stop_signal);
+  return code;
 }
 
 }  // namespace

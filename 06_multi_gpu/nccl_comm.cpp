@@ -93,6 +93,7 @@ void Communicator::wait_ready(const std::string& what, const Watch& watch) {
   const auto since = Clock::now();
   const auto deadline = deadline_after(watch.timeout_s);
   while (true) {
+    if (watch.control != nullptr) watch.control->heartbeat();  // alive, whether or not it is waiting
     if (async_state(what, watch) == ncclSuccess) return;
     check_stop(what, watch, deadline);
     pause_between_polls(since);
@@ -129,6 +130,7 @@ void Communicator::wait_event(cudaEvent_t event, const std::string& what, const 
   const auto since = Clock::now();
   const auto deadline = deadline_after(watch.timeout_s);
   while (true) {
+    if (watch.control != nullptr) watch.control->heartbeat();
     const cudaError_t status = cudaEventQuery(event);
     if (status == cudaSuccess) return;
     if (status != cudaErrorNotReady) CUDA_CHECK(status);

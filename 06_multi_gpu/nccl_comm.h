@@ -16,6 +16,8 @@
 // never inside a CUDA call. Every such wait gives up after `timeout_s` without progress, or at once
 // when the launcher reports a failed rank, by aborting the communicator and throwing
 // CommunicatorAborted naming why. The destructor aborts a communicator that was not finalized.
+// Each turn of those waits also beats the launcher's heartbeat (launcher.h), so a rank that waits
+// is told apart from the peer it waits for.
 //
 // Blocking or not. A communicator made with ncclConfig_t::blocking = 0 returns from every call at
 // once, even from its init, which can then be waited on under the same bound. But NCCL 2.28 runs

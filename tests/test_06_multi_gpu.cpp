@@ -23,17 +23,21 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 using Catch::Matchers::ContainsSubstring;
@@ -551,4 +555,332 @@ TEST_CASE("an older GPU (WORKBOOK_PRETEND_COMPUTE_CAPABILITY=8.0): one rank stil
   CHECK(j["passed"] == true);
   require_training_passed(j["dp"], 1);
   require_training_passed(j["ddp"], 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stop signals and unresponsive ranks. The launcher forwards SIGTERM, SIGINT and SIGHUP to every
+// rank, kills those still running after its bound, and returns only when all are reaped; a rank
+// that is stopped (SIGSTOP) or silent (no heartbeat) is named instead of the peer that noticed.
+// Untagged cases drive launch_workers with /bin/sh stand-ins (this test process is the
+// launcher: a worker signals it through $PPID); [multigpu] cases run the real program.
+
+namespace {
+
+bool process_gone(int pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
+
+std::size_t open_descriptors() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+// Every rank reaped (no zombie left to this process) and gone.
+void require_every_rank_gone(const LaunchResult& r, std::size_t nproc) {
+  REQUIRE(r.exits.size() == nproc);
+  for (const ChildExit& e : r.exits) {
+    CAPTURE(e.rank, e.pid);
+    CHECK(process_gone(e.pid));
+  }
+  const pid_t reaped = waitpid(-1, nullptr, WNOHANG);
+  const int error = errno;
+  CHECK(reaped == -1);
+  CHECK(error == ECHILD);
+}
+
+std::string signal_name(int sig) { return sig == SIGTERM ? "TERM" : sig == SIGINT ? "INT" : "HUP"; }
+
+// A worker loop that beats every 50 ms for `beats` beats (the way a rank waiting for a peer does).
+std::string beat_loop(int beats) {
+  return "i=0; while [ $i -lt " + std::to_string(beats) + " ]; do echo > /dev/fd/$" + kHeartbeatFdVariable +
+         "; sleep 0.05; i=$((i+1)); done; ";
+}
+
+}  // namespace
+
+TEST_CASE("launcher: SIGTERM, SIGINT and SIGHUP reach every rank; it returns once all are gone") {
+  const int sig = GENERATE(SIGTERM, SIGINT, SIGHUP);
+  // to_launcher: only the launcher gets it (kill, Slurm, timeout); else each rank gets it too, as
+  // from a terminal's Ctrl-C to the whole foreground group, and again from the launcher.
+  const bool to_launcher = GENERATE(true, false);
+  CAPTURE(sig, to_launcher);
+  struct sigaction before {};
+  REQUIRE(sigaction(sig, nullptr, &before) == 0);
+  const std::size_t descriptors = open_descriptors();
+  const std::string sender = to_launcher ? "[ $WORKBOOK_DDP_RANK = 0 ] && kill -" + signal_name(sig) + " $PPID; "
+                                         : "kill -" + signal_name(sig) + " $PPID $$; ";
+  std::ostringstream log;
+  LaunchResult r;
+  const double seconds = seconds_of([&] {
+    r = launch_workers("/bin/sh", {"-c", sender + "exec sleep 60"}, 3, "00", {30.0, 60.0, 5.0}, log);
+  });
+  CAPTURE(log.str());
+  CHECK(r.stop_signal == sig);
+  CHECK_FALSE(r.first_failure);  // a rank ended by the stop is not a failure
+  CHECK_FALSE(r.ok());
+  CHECK(seconds < 4.0);  // well inside the 5 s bound: nobody needed killing
+  require_every_rank_gone(r, 3);
+  for (const ChildExit& e : r.exits) {
+    CAPTURE(e.rank);
+    CHECK(e.signaled);
+    CHECK(e.status == 128 + sig);  // the forwarded signal ended `sleep`, which nobody else signalled
+    CHECK_FALSE(e.killed);
+  }
+  CHECK_THAT(log.str(), ContainsSubstring("got signal " + std::to_string(sig)));
+  CHECK(open_descriptors() == descriptors);  // pipes and self-pipe closed
+  struct sigaction after {};
+  REQUIRE(sigaction(sig, nullptr, &after) == 0);
+  CHECK(after.sa_handler == before.sa_handler);  // the launcher's handler is gone again
+}
+
+TEST_CASE("launcher: ranks that ignore the stop signal are killed after the bound") {
+  // Rank 1 signals the launcher once rank 0 has set its trap too (a file says so).
+  const std::string ready = temp_path("rank0-ignores");
+  const std::string script = "trap '' TERM INT HUP; [ $WORKBOOK_DDP_RANK = 0 ] && touch " + ready +
+                             "; if [ $WORKBOOK_DDP_RANK = 1 ]; then while [ ! -e " + ready +
+                             " ]; do sleep 0.01; done; kill -TERM $PPID; fi; exec sleep 60";
+  std::ostringstream log;
+  LaunchResult r;
+  const double seconds =
+      seconds_of([&] { r = launch_workers("/bin/sh", {"-c", script}, 2, "00", {30.0, 60.0, 0.5}, log); });
+  CAPTURE(log.str());
+  CHECK(r.stop_signal == SIGTERM);
+  CHECK(seconds >= 0.5);
+  CHECK(seconds < 5.0);
+  require_every_rank_gone(r, 2);
+  for (const ChildExit& e : r.exits) CHECK(e.killed);
+  CHECK_THAT(log.str(), ContainsSubstring("still running 0.5 s after signal 15: killed"));
+  std::remove(ready.c_str());
+}
+
+TEST_CASE("launcher: a stop signal ignored when the launch began stays ignored (nohup)") {
+  struct sigaction ignore {}, before {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  REQUIRE(sigaction(SIGHUP, &ignore, &before) == 0);
+  std::ostringstream log;
+  const LaunchResult r =
+      launch_workers("/bin/sh", {"-c", "kill -HUP $PPID $$; sleep 0.2; exit 0"}, 2, "00", {30.0, 60.0, 5.0}, log);
+  struct sigaction after {};
+  sigaction(SIGHUP, &before, &after);
+  CAPTURE(log.str());
+  CHECK(after.sa_handler == SIG_IGN);
+  CHECK(r.ok());  // nothing stopped the launch; the ranks ignored it too and exited 0
+  CHECK(r.stop_signal == 0);
+}
+
+TEST_CASE("launcher: a stopped rank is named, not the peer whose wait ran out") {
+  // Rank 1 stops itself; rank 0 beats while it "waits", then gives up (exit 1), as a rank does
+  // after --timeout-s without progress.
+  const std::string script = "if [ $WORKBOOK_DDP_RANK = 1 ]; then kill -STOP $$; exit 0; fi; " + beat_loop(30) + "exit 1";
+  std::ostringstream log;
+  LaunchResult r;
+  const double seconds =
+      seconds_of([&] { r = launch_workers("/bin/sh", {"-c", script}, 2, "00", {0.5, 60.0, 5.0}, log); });
+  CAPTURE(log.str(), seconds);
+  REQUIRE(r.first_failure);
+  CHECK(r.first_failure->rank == 0);
+  REQUIRE(r.unresponsive);
+  CHECK(r.unresponsive->rank == 1);
+  CHECK_THAT(r.unresponsive->how, ContainsSubstring("stopped by signal " + std::to_string(SIGSTOP)));
+  CHECK(blamed_rank(r) == 1);
+  CHECK_THAT(describe_failure(r), Catch::Matchers::StartsWith("rank 1 stopped responding (stopped by signal"));
+  CHECK_THAT(describe_failure(r), ContainsSubstring("rank 0 failed first (exit status 1)"));
+  require_every_rank_gone(r, 2);
+  for (const ChildExit& e : r.exits) {
+    if (e.rank == 1) CHECK(e.killed);  // it could not hear the launcher: killed after the bound
+  }
+}
+
+TEST_CASE("launcher: a running rank without heartbeats is named, one failing on its own is not") {
+  SECTION("rank 1 beats once, then hangs; rank 0 beats for 1.5 s, then gives up") {
+    const std::string script = "if [ $WORKBOOK_DDP_RANK = 1 ]; then " + beat_loop(1) + "exec sleep 60; fi; " +
+                               beat_loop(30) + "exit 1";
+    std::ostringstream log;
+    const LaunchResult r = launch_workers("/bin/sh", {"-c", script}, 2, "00", {0.5, 60.0, 5.0}, log);
+    CAPTURE(log.str());
+    REQUIRE(r.first_failure);
+    CHECK(r.first_failure->rank == 0);
+    REQUIRE(r.unresponsive);
+    CHECK(r.unresponsive->rank == 1);
+    CHECK_THAT(r.unresponsive->how, ContainsSubstring("no heartbeat for"));
+    CHECK_THAT(r.unresponsive->how, ContainsSubstring("before rank 0's last"));
+    CHECK_THAT(describe_failure(r), Catch::Matchers::StartsWith("rank 1 stopped responding (no heartbeat"));
+    require_every_rank_gone(r, 2);
+  }
+  SECTION("every rank beats; rank 1 fails by itself and is the one named") {
+    const std::string script = "if [ $WORKBOOK_DDP_RANK = 1 ]; then " + beat_loop(10) + "exit 5; fi; " +
+                               beat_loop(200) + "exit 0";
+    std::ostringstream log;
+    const LaunchResult r = launch_workers("/bin/sh", {"-c", script}, 2, "00", {0.5, 60.0, 5.0}, log);
+    CAPTURE(log.str());
+    REQUIRE(r.first_failure);
+    CHECK(r.first_failure->rank == 1);
+    CHECK_FALSE(r.unresponsive);
+    CHECK(describe_failure(r) == "rank 1 failed (exit status 5)");
+    require_every_rank_gone(r, 2);
+  }
+}
+
+TEST_CASE("heartbeat: at most one byte per 100 ms, never blocking; its descriptor reaches the worker") {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  {
+    ControlChannel channel(-1, fds[1]);  // takes the write end (and closes it)
+    for (int i = 0; i < 1000; ++i) channel.heartbeat();
+    char bytes[16];
+    REQUIRE(fcntl(fds[0], F_SETFL, O_NONBLOCK) == 0);
+    CHECK(read(fds[0], bytes, sizeof bytes) == 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(110));
+    channel.heartbeat();
+    CHECK(read(fds[0], bytes, sizeof bytes) == 1);
+    // A full pipe (a launcher that does not read) must not block the rank.
+    const std::string chunk(4096, '.');
+    while (write(fds[1], chunk.data(), chunk.size()) > 0) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(110));
+    CHECK(seconds_of([&] { channel.heartbeat(); }) < 0.05);
+  }
+  close(fds[0]);
+  fake_env = {{kRankVariable, "0"}, {kWorldSizeVariable, "2"}, {kNcclIdVariable, "00"}, {kHeartbeatFdVariable, "11"}};
+  const auto w = worker_identity_from_environment(&lookup);
+  REQUIRE(w);
+  CHECK(w->heartbeat_fd == 11);
+  WorkerIdentity id;
+  id.nccl_id_hex = "00";
+  id.heartbeat_fd = 5;
+  const std::vector<std::string> env = worker_environment({std::string(kHeartbeatFdVariable) + "=99"}, id);
+  CHECK(std::count(env.begin(), env.end(), std::string(kHeartbeatFdVariable) + "=5") == 1);
+  CHECK(std::count(env.begin(), env.end(), std::string(kHeartbeatFdVariable) + "=99") == 0);
+}
+
+TEST_CASE("end_by_signal: the parent sees the signal itself (a shell says 128 + signal)") {
+  const int sig = GENERATE(SIGTERM, SIGINT, SIGHUP);
+  CAPTURE(sig);
+  std::cout.flush();  // nothing buffered for the child to write twice
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) end_by_signal(sig);  // never returns
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == sig);
+}
+
+namespace {
+
+// The processes whose parent is `parent` (from /proc), with the value of one environment variable.
+std::map<int, std::string> children_of(int parent, const std::string& variable) {
+  std::map<int, std::string> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::istringstream stat(file_text(entry.path() / "stat"));
+    std::string pid, comm, state;
+    int ppid = 0;
+    std::getline(stat, pid, ' ');
+    std::getline(stat, comm, ')');  // the command name may hold spaces; it ends at the last ')'
+    if (!(stat >> state >> ppid) || ppid != parent) continue;
+    std::string value;
+    std::ifstream environ_file(entry.path() / "environ");
+    for (std::string item; std::getline(environ_file, item, '\0');) {
+      if (item.rfind(variable + "=", 0) == 0) value = item.substr(variable.size() + 1);
+    }
+    found[std::stoi(name)] = value;
+  }
+  return found;
+}
+
+// `multi_gpu ddp --nproc 2` with a long run on a thread; the test finds the launcher (a child of
+// this process) and its two ranks (by WORKBOOK_DDP_RANK) to signal them. The destructor kills
+// what is left and joins, so a failed REQUIRE cannot leave the run behind.
+struct BackgroundDdp {
+  std::thread thread;
+  ProgramResult result;
+  int launcher = -1;
+  std::map<int, int> rank_pids;  // rank -> pid
+
+  explicit BackgroundDdp(std::vector<std::string> args) {
+    args.insert(args.begin(), {WORKBOOK_PROGRAM, "ddp", "--nproc", "2", "--quick", "--epochs", "10000", "--repeats",
+                               "1000", "--reference-max", "0"});
+    thread = std::thread([this, args] { result = run_program(args, {}, std::chrono::seconds(150)); });
+  }
+  ~BackgroundDdp() {
+    if (launcher > 0 && thread.joinable()) kill(-launcher, SIGKILL);  // run_program gave it a group
+    if (thread.joinable()) thread.join();
+  }
+  // Waits (60 s at most) until the launcher has started both ranks; false if the run ended first.
+  bool wait_for_ranks() {
+    const std::string program = std::filesystem::canonical(WORKBOOK_PROGRAM).string();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      for (const auto& [pid, unused] : children_of(getpid(), kRankVariable)) {
+        std::error_code ignored;
+        if (std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ignored) == program) launcher = pid;
+      }
+      if (launcher > 0) {
+        rank_pids.clear();
+        for (const auto& [pid, rank] : children_of(launcher, kRankVariable)) {
+          if (!rank.empty()) rank_pids[std::stoi(rank)] = pid;
+        }
+        if (rank_pids.size() == 2) return true;
+      }
+      if (launcher > 0 && process_gone(launcher)) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+  ProgramResult finish() {
+    thread.join();
+    return result;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("ddp --nproc 2: a stop signal reaches both ranks; the program ends as that signal once both are gone",
+          "[multigpu]") {
+  require_gpus(2);
+  const int sig = GENERATE(SIGTERM, SIGINT, SIGHUP);
+  const bool to_group = GENERATE(false, true);  // true: the whole group, as a terminal's Ctrl-C does
+  CAPTURE(sig, to_group);
+  BackgroundDdp run({"--timeout-s", "20"});
+  REQUIRE(run.wait_for_ranks());
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // into NCCL's init or training
+  REQUIRE(kill(to_group ? -run.launcher : run.launcher, sig) == 0);
+  ProgramResult r;
+  const double seconds = seconds_of([&] { r = run.finish(); });
+  skip_if_no_gpu(r);
+  CAPTURE(r.out, r.err, seconds);
+  CHECK(r.exit_code == 128 + sig);
+  CHECK(seconds < 15.0);  // the 10 s bound, and the report
+  CHECK_THAT(last_line(r.out), ContainsSubstring("FAIL: ddp: stopped by signal " + std::to_string(sig)));
+  CHECK_THAT(r.out, ContainsSubstring("got signal " + std::to_string(sig)));
+  for (const auto& [rank, pid] : run.rank_pids) {
+    CAPTURE(rank, pid);
+    CHECK(process_gone(pid));  // the launcher reaped it before it ended
+  }
+}
+
+TEST_CASE("ddp --nproc 2: a rank stopped with SIGSTOP is the one the last line names", "[multigpu]") {
+  require_gpus(2);
+  const std::string path = temp_path("stopped.json");
+  // --timeout-s 5: rank 0 gives up after 5 s without progress; the launcher kills rank 1 5 s
+  // later. Stopped inside NCCL's blocking init, the whole-run bound (60 s) ends it instead.
+  BackgroundDdp run({"--timeout-s", "5", "--launch-timeout-s", "60", "--json", path});
+  REQUIRE(run.wait_for_ranks());
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  REQUIRE(kill(run.rank_pids.at(1), SIGSTOP) == 0);
+  const ProgramResult r = run.finish();
+  skip_if_no_gpu(r);
+  CAPTURE(r.out, r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(last_line(r.out), ContainsSubstring("rank 1 stopped responding (stopped by signal " +
+                                                 std::to_string(SIGSTOP)));
+  const nlohmann::json j = read_json(path);
+  CHECK(j["ddp"]["launcher"]["unresponsive_rank"] == 1);
+  for (const auto& [rank, pid] : run.rank_pids) {
+    CAPTURE(rank, pid);
+    CHECK(process_gone(pid));
+  }
 }
