@@ -1,7 +1,7 @@
 """workbook_needs.py: the Python packages a chapter script needs, imported when first used.
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-    from workbook_needs import needs
+    from workbook_needs import needs, require
     torch = needs("torch")             # a stand-in; the import happens at the first torch.<name>
     plt = needs("matplotlib.pyplot")   # the Agg backend: no display is needed
     ...
@@ -32,7 +32,8 @@ def load(name):
         if isinstance(e, ModuleNotFoundError) and e.name == package:
             reason = f"this script needs {package}"
         else:
-            reason = f"{package} is installed but does not import ({e})"
+            first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            reason = f"{package} is installed but does not import ({first_line})"
         print(f"error: {reason}: {_PIP.get(package, 'pip install ' + package)}", file=sys.stderr)
         sys.exit(1)
 
@@ -49,7 +50,9 @@ class _Needed:
         self._name = name
         self._module = None
 
-    def __getattr__(self, attr):
+    def __getattr__(self, attr):  # called only for names the stand-in itself does not have
+        if attr in ("_name", "_module"):
+            raise AttributeError(attr)
         if self._module is None:
             self._module = load(self._name)
         return getattr(self._module, attr)
