@@ -4,6 +4,7 @@
 # RESULTS_DIR to 01_device_query/results; without a usable GPU: one line saying why, exit 77.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
 source "$here/../common/benchmark_start.sh" 01_device_query device_query "$@"
 mkdir -p "$results"
 "$build/device_query" --json "$results/device_query.json" | tee "$results/device_query.txt"

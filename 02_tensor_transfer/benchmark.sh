@@ -10,6 +10,7 @@
 # line saying why, exit 77.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
 source "$here/../common/benchmark_start.sh" 02_tensor_transfer tensor_transfer "$@"
 mkdir -p "$results"
 

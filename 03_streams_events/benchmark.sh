@@ -8,6 +8,7 @@
 # BUILD_DIR: build/03_streams_events). Without a usable GPU: one line saying why, exit 77.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
 source "$here/../common/benchmark_start.sh" 03_streams_events streams_events "$@"
 mkdir -p "$results"
 program=$build/streams_events

@@ -6,6 +6,7 @@
 # without a usable GPU: one line saying why, exit 77.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
 source "$here/../common/benchmark_start.sh" 04_linear_regression linear_regression "$@"
 mkdir -p "$results"
 status=0

@@ -9,6 +9,7 @@
 # the README quotes); without a usable GPU: one line saying why, exit 77.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
 source "$here/../common/benchmark_start.sh" 05_fused_kernels fused_kernels "$@"
 program=$build/fused_kernels
 mkdir -p "$results"

@@ -16,6 +16,7 @@
 # GPUs counted are those this process may use: CUDA_VISIBLE_DEVICES when set, else nvidia-smi's.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
 source "$here/../common/benchmark_start.sh" 06_multi_gpu multi_gpu "$@"
 steps=",${3:-${STEPS:-topology,allreduce,dp,ddp,mpi,scaling,fault,nccl_tests,plot}},"
 program=$build/multi_gpu

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # benchmark_start.sh: sourced by each chapter's benchmark.sh before it measures anything.
 #
 #   source "$here/../common/benchmark_start.sh" CHAPTER PROGRAM [BUILD_DIR [RESULTS_DIR]]
@@ -7,6 +8,7 @@
 # the script with one line on stderr when it cannot measure: exit 2 when BUILD_DIR lacks PROGRAM or
 # workbook_needs_gpu (built beside the chapters, in BUILD_DIR/../common), 77 when there is no usable
 # GPU, with workbook_needs_gpu's reason (as every program of the workbook does).
+# shellcheck disable=SC2034  # build and results are for the benchmark.sh that sources this file
 build=${3:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/$1}
 results=${4:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/$1/results}
 benchmark_needs_gpu=$(dirname "$build")/common/workbook_needs_gpu
