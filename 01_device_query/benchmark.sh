@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# benchmark.sh BUILD_DIR RESULTS_DIR: the full run whose output the README shows
-# (scripts/gpu-report.sh calls this on a GPU machine).
+# benchmark.sh [BUILD_DIR [RESULTS_DIR]]: the full run whose output the README shows
+# (scripts/gpu-report.sh calls this on a GPU machine). BUILD_DIR defaults to build/01_device_query,
+# RESULTS_DIR to 01_device_query/results; without a usable GPU: one line saying why, exit 77.
 set -euo pipefail
-build=$1 results=$2
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
+source "$here/../common/benchmark_start.sh" 01_device_query device_query "$@"
 mkdir -p "$results"
 "$build/device_query" --json "$results/device_query.json" | tee "$results/device_query.txt"
 # What PyTorch reports for the same questions, for the README's side-by-side.
-python3 - <<'PY' | tee "$results/torch_cuda.txt" || echo "(the PyTorch side did not run: see the error above)"
-import torch
+python3 - "$here/../common" <<'PY' | tee "$results/torch_cuda.txt" || echo "(the PyTorch side did not run: see the error above)"
+import sys
+sys.path.insert(0, sys.argv[1])
+from workbook_needs import load
+torch = load("torch")
+if not torch.cuda.is_available():
+    sys.exit("torch.cuda.is_available() is False: PyTorch needs a CUDA build that this driver supports")
 print("torch", torch.__version__, "built with CUDA", torch.version.cuda)
 print("torch.cuda.is_available()  ", torch.cuda.is_available())
 print("torch.cuda.device_count()  ", torch.cuda.device_count())

@@ -6,13 +6,15 @@
 Draws H2D and D2H GB/s against size for the three kinds of host memory (tensor_transfer) and for
 PyTorch's pinned non_blocking copy, then prints the chapter's targets, judged on the same run.
 """
+import argparse
 import json
+import os
 import sys
 
-import matplotlib
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+plt = needs("matplotlib.pyplot")
 
 MiB = 1 << 20
 
@@ -42,12 +44,18 @@ def versus_pytorch(ours, theirs):
 
 
 def main():
-    if len(sys.argv) != 4:
-        print(__doc__, file=sys.stderr)
-        return 2
-    with open(sys.argv[1]) as f:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cpp_json", metavar="tensor_transfer.json")
+    parser.add_argument("torch_json", metavar="pytorch_transfer.json")
+    parser.add_argument("png", metavar="OUT.png")
+    args = parser.parse_args()
+    for path in (args.cpp_json, args.torch_json):
+        if not os.path.isfile(path):
+            parser.error(f"{path}: no such file")
+    require("matplotlib.pyplot")
+    with open(args.cpp_json) as f:
         cpp = json.load(f)
-    with open(sys.argv[2]) as f:
+    with open(args.torch_json) as f:
         torch_run = json.load(f)
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
     styles = {"pageable": ("tab:red", "o"), "pinned": ("tab:blue", "s"), "registered": ("tab:green", "^")}
@@ -70,8 +78,8 @@ def main():
     axes[1].legend(loc="lower right", fontsize=8)
     fig.suptitle(f"Copy bandwidth on {cpp['device']['name']}")
     fig.tight_layout()
-    fig.savefig(sys.argv[3], dpi=110)
-    print(f"wrote {sys.argv[3]}")
+    fig.savefig(args.png, dpi=110)
+    print(f"wrote {args.png}")
 
     print("targets (same run):")
     for direction in ("h2d", "d2h"):

@@ -12,11 +12,15 @@ Exit codes as the C++ programs: 0 PASS, 1 FAIL, 2 bad usage (a GPU that does not
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
 
-import torch
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
+
+torch = needs("torch")
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
@@ -334,6 +338,7 @@ def main():
     parser.add_argument("--json", nargs="?", const="-", help="write the results as JSON to FILE (stdout: -)")
     parser.add_argument("--quick", action="store_true", help="up to 64 MiB, few repeats")
     args = parser.parse_args()
+    require("torch")
     if not torch.cuda.is_available():
         print("pytorch_transfer needs a CUDA GPU: torch.cuda.is_available() is False", file=sys.stderr)
         return 77

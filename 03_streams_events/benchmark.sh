@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# benchmark.sh BUILD_DIR RESULTS_DIR: chapter 03's full measurement on a GPU machine.
+# benchmark.sh [BUILD_DIR [RESULTS_DIR]]: chapter 03's full measurement on a GPU machine.
 #
 # Runs streams_events (default workload, JSON and a Chrome trace; its speed targets judged in
 # targets.txt), the PyTorch version with the same calibrated iteration count (so both run the same
 # compute workload), the side-by-side comparison, the --drop-wait bug (expected to FAIL), the
-# variants the README discusses, and renders the trace to timeline.png. Everything lands in RESULTS_DIR.
+# variants the README discusses, and renders the trace to timeline.png. Everything lands in
+# RESULTS_DIR (default 03_streams_events/results; BUILD_DIR: build/03_streams_events). Without a
+# usable GPU: one line saying why, exit 77.
 set -euo pipefail
-build=$1
-results=$2
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
+source "$here/../common/benchmark_start.sh" 03_streams_events streams_events "$@"
 mkdir -p "$results"
 program=$build/streams_events
 

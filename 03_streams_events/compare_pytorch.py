@@ -8,8 +8,10 @@ The comparison is only like for like when both ran the same workload (chunks, by
 per element: run pytorch_streams.py with --iterations from the C++ JSON, as benchmark.sh does); the
 table is printed either way, but the exit status is 1 when they differ.
 """
+import argparse
 import csv
 import json
+import os
 import sys
 
 
@@ -44,6 +46,12 @@ def main(cpp_path, torch_path, csv_path=None):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (3, 4):
-        sys.exit("usage: compare_pytorch.py CPP.json TORCH.json [OUT.csv]")
-    sys.exit(main(*sys.argv[1:]))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cpp", metavar="CPP.json", help="streams_events --json")
+    parser.add_argument("torch", metavar="TORCH.json", help="pytorch_streams.py --json")
+    parser.add_argument("csv", metavar="OUT.csv", nargs="?", help="the table as CSV")
+    args = parser.parse_args()
+    for path in (args.cpp, args.torch):
+        if not os.path.isfile(path):
+            parser.error(f"{path}: no such file")
+    sys.exit(main(args.cpp, args.torch, args.csv))

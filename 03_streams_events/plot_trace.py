@@ -7,14 +7,16 @@ One row per stream (the trace's tracks), one bar per operation, coloured by stag
 "group: stream" are drawn in one panel per group, each panel's clock starting at its first bar,
 so the K-stream pipeline and the article's two-stream pattern sit one above the other.
 """
+import argparse
 import json
+import os
 import sys
 
-import matplotlib
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 
-matplotlib.use("Agg")  # no display on the GPU machine
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
+plt = needs("matplotlib.pyplot")  # the Agg backend: no display on the GPU machine
+patches = needs("matplotlib.patches")
 
 COLOURS = {"copy_in": "#4c72b0", "compute": "#dd8452", "copy_out": "#55a868", "delay": "#9a9a9a",
            "step": "#8172b3"}
@@ -55,7 +57,7 @@ def main(trace_path, png_path, title=DEFAULT_TITLE):
         ax.grid(axis="x", alpha=0.3)
     axes[-1, 0].set_xlabel("ms since each panel's first operation")
     used = sorted({e.get("cat") for e in ops} & set(COLOURS), key=list(COLOURS).index)
-    fig.legend(handles=[Patch(color=COLOURS[c], label=LABELS[c]) for c in used], loc="upper right", ncol=len(used))
+    fig.legend(handles=[patches.Patch(color=COLOURS[c], label=LABELS[c]) for c in used], loc="upper right", ncol=len(used))
     fig.suptitle(title, x=0.01, ha="left")
     fig.tight_layout(rect=(0, 0, 1, 0.95))
     fig.savefig(png_path, dpi=120)
@@ -63,6 +65,12 @@ def main(trace_path, png_path, title=DEFAULT_TITLE):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (3, 4):
-        sys.exit("usage: plot_trace.py TRACE.json OUT.png [TITLE]")
-    main(*sys.argv[1:])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trace", metavar="TRACE.json", help="written by streams_events or fused_kernels --trace")
+    parser.add_argument("png", metavar="OUT.png")
+    parser.add_argument("title", metavar="TITLE", nargs="?", default=DEFAULT_TITLE)
+    args = parser.parse_args()
+    if not os.path.isfile(args.trace):
+        parser.error(f"{args.trace}: no such file")
+    require("matplotlib.pyplot", "matplotlib.patches")
+    sys.exit(main(args.trace, args.png, args.title))

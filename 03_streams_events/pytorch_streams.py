@@ -17,14 +17,19 @@ kernel launches, which would measure Python, not streams.
 """
 import argparse
 import json
+import os
 import statistics
+import struct
 import sys
 import time
 
-import numpy as np
-import torch
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 
-DECAY = np.float32(0.999)  # the C++ kDecay
+np = needs("numpy")
+torch = needs("torch")
+
+DECAY = struct.unpack("f", struct.pack("f", 0.999))[0]  # the C++ kDecay: 0.999f, as a Python float
 
 # y <- fmaf(y, 0.999f, x), `iterations` times: one rounding per step, as the C++ transform_kernel.
 # (No comments inside the string: it is pasted into jiterator's generated source as it is.)
@@ -208,6 +213,7 @@ def reference(b, h_out, sample):
 
 def main():
     a = parse_args()
+    require("numpy", "torch")
     if not torch.cuda.is_available():
         print("pytorch_streams needs a CUDA GPU: torch.cuda.is_available() is False", file=sys.stderr)
         return 77

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# benchmark.sh BUILD_DIR RESULTS_DIR: chapter 04's full measurement on a GPU machine.
+# benchmark.sh [BUILD_DIR [RESULTS_DIR]]: chapter 04's full measurement on a GPU machine.
 # The CUDA and CPU versions (5M points, 200 epochs), the PyTorch script on cuda and cpu, then the
 # plots and the README table (summary.md). Every program's text output is kept beside its JSON.
+# BUILD_DIR defaults to build/04_linear_regression, RESULTS_DIR to 04_linear_regression/results;
+# without a usable GPU: one line saying why, exit 77.
 set -euo pipefail
-build=$1
-results=$2
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
+source "$here/../common/benchmark_start.sh" 04_linear_regression linear_regression "$@"
 mkdir -p "$results"
 status=0
 

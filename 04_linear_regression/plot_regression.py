@@ -7,14 +7,15 @@ per-epoch time of each step) and summary.md (the README's table).
 
     python3 plot_regression.py RESULTS_DIR
 """
+import argparse
 import json
 import os
 import sys
 
-import matplotlib
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+plt = needs("matplotlib.pyplot")
 
 RUNS = [("pytorch_cpu", "PyTorch CPU"), ("pytorch_cuda", "PyTorch GPU (eager)"),
         ("cpu", "this chapter, CPU (one core)"), ("cuda", "this chapter, CUDA kernels")]
@@ -88,4 +89,9 @@ def main(results):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "."))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", metavar="RESULTS_DIR", nargs="?", default=".",
+                        help="benchmark.sh's output folder (default: the current folder)")
+    args = parser.parse_args()
+    require("matplotlib.pyplot")
+    sys.exit(main(args.results))

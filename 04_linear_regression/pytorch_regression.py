@@ -13,12 +13,16 @@ warm-up runs first, then the median of repeated runs (CUDA events on cuda, the h
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
 
-import torch
-from torch import nn
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
+
+torch = needs("torch")
+nn = needs("torch.nn")
 
 DIVERGENCE_FACTOR = 1e10  # as regression.h: the loss is not finite or > 1e10 x the first loss
 
@@ -130,6 +134,7 @@ def main():
         if bad:
             print(f"error: {what}", file=sys.stderr)
             return 2
+    require("torch")
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         print("pytorch_regression needs a CUDA GPU: torch.cuda.is_available() is False", file=sys.stderr)

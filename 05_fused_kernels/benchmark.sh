@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# benchmark.sh BUILD_DIR RESULTS_DIR: chapter 05's full measurement on a GPU machine (~3 minutes).
+# benchmark.sh [BUILD_DIR [RESULTS_DIR]]: chapter 05's full measurement on a GPU machine (~3 minutes).
 # 1. the program's default mode (5M points: every variant checked, timed, per-kernel breakdown),
 #    then, untimed, a Chrome trace of 3 epochs of variants 1, 3, 4 and 6 (trace.json);
 # 2. the sweep (9 sizes x 7 variants, CSV + JSON); 3. the PyTorch modes over the same sizes;
 # 4. Nsight Compute on one fused kernel at 50M points (clocks left alone); 5. plots + summary.md,
 #    and the trace drawn by chapter 03's plot_trace.py (trace.png).
+# BUILD_DIR defaults to build/05_fused_kernels, RESULTS_DIR to 05_fused_kernels/results (the files
+# the README quotes); without a usable GPU: one line saying why, exit 77.
 set -euo pipefail
-build=$1
-results=$2
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
+source "$here/../common/benchmark_start.sh" 05_fused_kernels fused_kernels "$@"
 program=$build/fused_kernels
 mkdir -p "$results"
 status=0

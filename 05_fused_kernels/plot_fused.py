@@ -7,15 +7,16 @@ per_operation.png  per-epoch time of each kernel / step at 5M points: 04's unfus
                    the fused kernel + update (fused.json), PyTorch eager's steps (pytorch_sweep.json).
 Prints summary.md (a Markdown table and the chapter's targets, judged) on stdout.
 """
+import argparse
 import csv
 import json
 import os
 import sys
 
-import matplotlib
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+plt = needs("matplotlib.pyplot")
 
 
 def read_rows(path):
@@ -35,7 +36,11 @@ def fmt_points(n):
 
 
 def main():
-    d = sys.argv[1] if len(sys.argv) > 1 else "."
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", metavar="RESULTS_DIR", nargs="?", default=".",
+                        help="benchmark.sh's output folder (default: the current folder)")
+    d = parser.parse_args().results
+    require("matplotlib.pyplot")
     cuda = read_rows(os.path.join(d, "sweep.csv"))
     torch_rows = read_rows(os.path.join(d, "pytorch_sweep.csv"))
     fused = json.load(open(os.path.join(d, "fused.json"))) if os.path.exists(os.path.join(d, "fused.json")) else {}

@@ -26,11 +26,13 @@ import statistics
 import sys
 import time
 
-import torch
-from torch import nn
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "04_linear_regression"))
 import pytorch_regression as base  # noqa: E402  (chapter 04's data and step-timed eager loop)
+
+torch = needs("torch")
+nn = needs("torch.nn")
 
 ARTICLE_POINTS = 5_000_000
 PARAM_TOL, LOSS_TOL = 1e-5, 1e-4  # regression.h: kParameterTolerance, kLossTolerance (relative)
@@ -181,6 +183,7 @@ def main():
     if bad or args.epochs < 1 or args.repeats < 1 or min(sizes) < 2:
         print(f"error: bad --modes {bad}, --epochs, --repeats or --sizes", file=sys.stderr)
         return 2
+    require("torch")
     if not torch.cuda.is_available():
         print("pytorch_fused needs a CUDA GPU: torch.cuda.is_available() is False", file=sys.stderr)
         return 77

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# benchmark.sh BUILD_DIR RESULTS_DIR [STEPS]: chapter 06's full measurement on a machine with 1-4
+# benchmark.sh [BUILD_DIR [RESULTS_DIR [STEPS]]]: chapter 06's full measurement on a machine with 1-4
 # GPUs (about 4 minutes on 4 H200s, most of it PyTorch's scaling runs). Steps, in order: topology;
 # allreduce (8 B..1 GiB on 2, 4, 8 GPUs, those there are); dp and ddp (5M points; ddp on 1, 2, 4
 # ranks, with PyTorch DDP and --nccl-nonblocking beside); mpi (ddp on 2 and 4 ranks started by Open
@@ -9,14 +9,16 @@
 # RESULTS_DIR holds).
 # STEPS (or the STEPS environment variable) is a comma list of those names, default all of them,
 # so that the measurement can be split over two runs into the same RESULTS_DIR, e.g.
-#   benchmark.sh build/06_multi_gpu results topology,allreduce,nccl_tests,plot
-#   benchmark.sh build/06_multi_gpu results dp,ddp,mpi,scaling,fault,plot
+#   benchmark.sh build/06_multi_gpu 06_multi_gpu/results topology,allreduce,nccl_tests,plot
+#   benchmark.sh build/06_multi_gpu 06_multi_gpu/results dp,ddp,mpi,scaling,fault,plot
+# BUILD_DIR defaults to build/06_multi_gpu, RESULTS_DIR to 06_multi_gpu/results; without a usable
+# GPU: one line saying why, exit 77.
 # GPUs counted are those this process may use: CUDA_VISIBLE_DEVICES when set, else nvidia-smi's.
 set -euo pipefail
-build=$1
-results=$2
-steps=",${3:-${STEPS:-topology,allreduce,dp,ddp,mpi,scaling,fault,nccl_tests,plot}},"
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
+source "$here/../common/benchmark_start.sh" 06_multi_gpu multi_gpu "$@"
+steps=",${3:-${STEPS:-topology,allreduce,dp,ddp,mpi,scaling,fault,nccl_tests,plot}},"
 program=$build/multi_gpu
 mkdir -p "$results"
 # The program sets these itself in main(); PyTorch and nccl-tests do not, so they are set here too.

@@ -7,14 +7,15 @@ Prints summary.md: the chapter's targets, judged on from the same files. Any fil
 missing, or lack fields (a failed or partial run, a run split over two machines): what is there
 is used, what is not is named.
 """
+import argparse
 import json
 import os
 import sys
 
-import matplotlib
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+plt = needs("matplotlib.pyplot")
 
 GIB = 1 << 30
 NEAR = 0.05  # "within 5%" of nccl-tests' busbw
@@ -195,7 +196,12 @@ def mpi_part(results, lines):
 
 
 def main():
-    results = sys.argv[1]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", metavar="RESULTS_DIR", help="benchmark.sh's output folder")
+    results = parser.parse_args().results
+    if not os.path.isdir(results):
+        parser.error(f"{results}: no such folder")
+    require("matplotlib.pyplot")
     lines = ["# Chapter 06 results", ""]
     allreduce_part(results, lines)
     scaling_part(results, lines)

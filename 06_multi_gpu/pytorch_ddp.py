@@ -27,11 +27,14 @@ import sys
 for name, value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")):
     os.environ[name] = value
 
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-import torch.multiprocessing as mp  # noqa: E402
-from torch import nn  # noqa: E402
-from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
+
+torch = needs("torch")
+dist = needs("torch.distributed")
+mp = needs("torch.multiprocessing")
+nn = needs("torch.nn")
+parallel = needs("torch.nn.parallel")
 
 ARTICLE_POINTS = 5_000_000
 
@@ -73,7 +76,7 @@ def worker(rank, world, args, port, queue):
     with torch.no_grad():
         model.weight.fill_(0.83)
         model.bias.fill_(0.7645)
-    ddp = DDP(model, device_ids=[rank])
+    ddp = parallel.DistributedDataParallel(model, device_ids=[rank])
     opt = torch.optim.SGD(ddp.parameters(), lr=lr)  # no momentum: no optimizer state to reset
     loss_fn = nn.MSELoss()
 
@@ -142,7 +145,7 @@ def parse_points(text):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--nproc", type=int, default=torch.cuda.device_count())
+    p.add_argument("--nproc", type=int, default=None, help="ranks, one per GPU (default: every GPU)")
     p.add_argument("--points", type=int, default=5_000_000)
     p.add_argument("--epochs", type=int, default=200)
     p.add_argument("--lr", type=float, default=None)
@@ -153,13 +156,16 @@ def main():
     p.add_argument("--gpu-counts", default="1,2,4")
     p.add_argument("--json", default=None)
     args = p.parse_args()
+    require("torch", "torch.distributed", "torch.multiprocessing")
     gpus = torch.cuda.device_count()
     if gpus == 0:
-        print("pytorch_ddp.py needs a CUDA GPU")
+        print("pytorch_ddp needs a CUDA GPU: torch.cuda.device_count() is 0", file=sys.stderr)
         return 77
+    if args.nproc is None:
+        args.nproc = gpus
     if not args.scaling:
         if args.nproc > gpus:
-            print(f"--nproc {args.nproc} needs {args.nproc} GPUs; this machine has {gpus}")
+            print(f"pytorch_ddp: --nproc {args.nproc} needs {args.nproc} GPUs; this machine has {gpus}", file=sys.stderr)
             return 77
         result = measure(args.points, args.nproc, args)
         print(f"PyTorch DDP, {args.nproc} ranks, {args.points} points, {args.epochs} epochs: "

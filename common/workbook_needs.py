@@ -1,0 +1,63 @@
+"""workbook_needs.py: the Python packages a chapter script needs, imported when first used.
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+    from workbook_needs import needs, require
+    torch = needs("torch")             # a stand-in; the import happens at the first torch.<name>
+    plt = needs("matplotlib.pyplot")   # the Agg backend: no display is needed
+    ...
+    args = parser.parse_args()
+    require("torch")                   # after the arguments: the import now, before any work
+
+So `--help` and argument errors work without torch, numpy or matplotlib. A package that is missing
+(or installed but broken) ends the script with one line on stderr and exit code 1:
+
+    error: this script needs matplotlib: pip install matplotlib
+
+requirements.txt at the repository root lists the packages and the versions the workbook was run with.
+"""
+import importlib
+import sys
+
+_PIP = {"torch": "pip install torch (a CUDA build that your driver supports: see requirements.txt)"}
+
+
+def load(name):
+    """Imports module `name` now, or stops the script with one line naming the package."""
+    package = name.split(".")[0]
+    try:
+        if package == "matplotlib":
+            importlib.import_module("matplotlib").use("Agg")  # before pyplot: plots go to files
+        return importlib.import_module(name)
+    except ImportError as e:  # ModuleNotFoundError included
+        if isinstance(e, ModuleNotFoundError) and e.name == package:
+            reason = f"this script needs {package}"
+        else:
+            first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            reason = f"{package} is installed but does not import ({first_line})"
+        print(f"error: {reason}: {_PIP.get(package, 'pip install ' + package)}", file=sys.stderr)
+        sys.exit(1)
+
+
+def require(*names):
+    """Imports every module in `names` now: a script calls it after parsing its arguments, so that a
+    missing package stops it before any work."""
+    for name in names:
+        load(name)
+
+
+class _Needed:
+    def __init__(self, name):
+        self._name = name
+        self._module = None
+
+    def __getattr__(self, attr):  # called only for names the stand-in itself does not have
+        if attr in ("_name", "_module"):
+            raise AttributeError(attr)
+        if self._module is None:
+            self._module = load(self._name)
+        return getattr(self._module, attr)
+
+
+def needs(name):
+    """A stand-in for module `name` that imports it (through load) at its first attribute access."""
+    return _Needed(name)
