@@ -304,7 +304,12 @@ FusedRegression::FusedRegression(const Config& config, cudaStream_t stream)
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount, device));
   capability_ = device_compute_capability(device);  // tests may lower it: see compute_capability.h
-  if (capability_.at_least(9, 0)) {
+  // The kernel's code must be compiled for sm_90 too: a build for older GPUs only (or PTX of an
+  // older GPU, compiled by the driver) holds the __trap() body. ptxVersion is what __CUDA_ARCH__ was.
+  cudaFuncAttributes cluster_kernel{};
+  CUDA_CHECK(cudaFuncGetAttributes(&cluster_kernel, persistent_cluster_kernel));
+  cluster_code_arch_ = cluster_kernel.ptxVersion;
+  if (capability_.at_least(9, 0) && cluster_code_arch_ >= 90) {
     // The largest cluster this GPU can place: 16 (non-portable) when a GPC has 16 free SMs, else 8.
     CUDA_CHECK(cudaFuncSetAttribute(persistent_cluster_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     for (int size = kMaxClusterBlocks; size >= 1 && max_cluster_ == 0; size /= 2) {
@@ -368,6 +373,11 @@ std::string FusedRegression::skip_reason(Variant v) const {
   if (!capability_.at_least(9, 0)) {
     return "needs thread-block clusters and distributed shared memory, compute capability 9.0 (Hopper) or newer; "
            "this GPU is " + capability_.text();
+  }
+  if (cluster_code_arch_ < 90) {
+    return "this build has no sm_90 code for it (its code here was compiled for compute capability " +
+           std::to_string(cluster_code_arch_ / 10) + "." + std::to_string(cluster_code_arch_ % 10) +
+           "): build with -arch=sm_90 or the default architectures";
   }
   return "no thread-block cluster of 1 to 16 blocks of 512 threads fits on this GPU now";
 }

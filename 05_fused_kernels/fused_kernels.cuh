@@ -107,6 +107,7 @@ class FusedRegression {
   cudaStream_t stream_;
   int multiprocessors_ = 0;
   ComputeCapability capability_;
+  int cluster_code_arch_ = 0;  // __CUDA_ARCH__ / 10 of variant 7's kernel as loaded (90 on Hopper builds)
   int max_cluster_ = 0;  // 0: no clusters on this GPU
   DeviceBuffer<float> x_, y_, pred_, partials_, atomic_slots_, params_, losses_, test_mse_;
   DeviceBuffer<unsigned> done_count_;
