@@ -55,8 +55,8 @@ const char* process_environment(const char* name);  // std::getenv, as an EnvLoo
 std::string to_hex(const void* bytes, std::size_t count);
 void from_hex(const std::string& hex, void* bytes, std::size_t count);
 
-// "1,2,4" -> {1, 2, 4}; "5M,100M" -> {5000000, 100000000} (K and M suffixes). Throw UsageError
-// naming `flag`.
+// "1,2,4" -> {1, 2, 4} (counts 1 to 1024); "5M,100M" -> {5000000, 100000000} (common/cli.h's
+// sizes, 2 to 2e9 points). Throw UsageError naming `flag`, for an empty item ("1,,2") too.
 std::vector<int> parse_int_list(const std::string& text, const char* flag);
 std::vector<std::int64_t> parse_point_list(const std::string& text, const char* flag);
 
