@@ -116,28 +116,6 @@ void validate(const Options& o) {
   parse_int_list(o.gpu_counts, "--gpu-counts");
 }
 
-// --fail-rank names one of the ranks: "rank 5 does not exist among 2".
-void require_rank_exists(int fail_rank, int ranks) {
-  if (fail_rank >= ranks) {
-    throw UsageError("--fail-rank " + std::to_string(fail_rank) + ": rank " + std::to_string(fail_rank) +
-                     " does not exist among " + std::to_string(ranks) + " (ranks are 0 to " +
-                     std::to_string(ranks - 1) + ")");
-  }
-}
-
-// The constraints between flags that depend on the part that runs, checked before any CUDA call.
-void validate_with_subcommand(const Options& o, bool runs_ddp) {
-  if (!runs_ddp && (o.fail_rank >= 0 || o.nproc > 0)) {
-    throw UsageError("--nproc, --fail-rank and --fail-epoch are for ddp (multi_gpu ddp ..., or no part: all of them)");
-  }
-  if (o.nproc > 0 && o.gpus > 0 && o.nproc > o.gpus) {
-    throw UsageError("--nproc " + std::to_string(o.nproc) + " needs one GPU per rank, but --gpus is " +
-                     std::to_string(o.gpus));
-  }
-  const int known_ranks = o.nproc > 0 ? o.nproc : o.gpus;  // 0: one per GPU found, known later
-  if (known_ranks > 0) require_rank_exists(o.fail_rank, known_ranks);
-}
-
 // The GPUs this run uses: --gpus of them from --device on. Exit 77 when there are fewer.
 std::vector<int> pick_devices(const Options& o) {
   const GpuAvailability gpus = probe_gpus();
@@ -576,13 +554,15 @@ int run(int argc, char** argv) {
   app.fallthrough();  // the flags may come before or after the subcommand
   app.add_option("--gpus", o.gpus, "GPUs to use from --device on (default: all)")->type_name("G");
   auto* training = app.add_option_group("training", "dp, ddp and scaling");
-  add_size_option(*training, "--points", o.config.points, "points of the whole dataset, e.g. 5M (X = i * 2e-6, first 80% train)");
+  add_size_option(*training, "--points", o.config.points,
+                  "points of the whole dataset, e.g. 5M (X = i * 2e-6, first 80% train)");
   training->add_option("--epochs", o.config.epochs, "full-batch epochs")->type_name("E");
   training->add_option("--lr", o.lr, "learning rate (default 0.01, scaled by (5M/N)^2 above 5M points as in chapter 05)");
   training->add_option("--noise", o.config.noise, "standard deviation of the noise on y");
   training->add_option("--seed", o.config.seed, "cuRAND seed of the noise");
   training->add_option("--repeats", o.repeats, "timed runs after the checked run");
-  add_size_option(*training, "--reference-max", o.reference_max, "largest point count checked against the float64 CPU reference");
+  add_size_option(*training, "--reference-max", o.reference_max,
+                  "largest point count checked against the float64 CPU reference");
   auto* ddp_group = app.add_option_group("ddp", "ddp ranks and faults");
   ddp_group->add_option("--nproc", o.nproc, "ranks the built-in launcher starts (default: one per GPU)")->type_name("N");
   ddp_group->add_option("--fail-rank", o.fail_rank, "this rank fails at --fail-epoch (fault injection)")->type_name("R");
@@ -595,7 +575,8 @@ int run(int argc, char** argv) {
                       "thread: slower, see README)");
   auto* ar = app.add_option_group("allreduce", "all-reduce sweep");
   add_size_option(*ar, "--min-bytes", o.min_bytes, "smallest all-reduce (bytes)");
-  add_size_option(*ar, "--max-bytes", o.max_bytes, "largest all-reduce (bytes, e.g. 256M; default 1 GiB, --quick 64 MiB)");
+  add_size_option(*ar, "--max-bytes", o.max_bytes,
+                  "largest all-reduce (bytes, e.g. 256M; default 1 GiB, --quick 64 MiB)");
   ar->add_option("--factor", o.factor, "size step (default 2, --quick 8)");
   ar->add_option("--iterations", o.allreduce.iterations, "all-reduces per timed batch");
   ar->add_option("--batches", o.allreduce.batches, "timed batches (median reported)");
@@ -615,7 +596,7 @@ int run(int argc, char** argv) {
   apply_quick(o, app);
   validate(o);
   const bool all = app.get_subcommands().empty();
-  validate_with_subcommand(o, all || ddp->parsed());
+  check_ddp_flags(o.nproc, o.gpus, o.fail_rank, all || ddp->parsed() ? DdpRuns::kYes : DdpRuns::kNo);
 
   // A rank of a DDP run: started by our own launcher, or by mpirun.
   const auto identity = worker_identity_from_environment(&process_environment);

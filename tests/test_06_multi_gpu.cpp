@@ -402,6 +402,20 @@ TEST_CASE("list flags: counts and point sizes, refused with the flag's name") {
   CHECK(std::fabs(strong_efficiency(100.0, 30.0, 4) - 100.0 / 120.0) < 1e-12);
 }
 
+TEST_CASE("ddp flags: --fail-rank names a rank, --nproc fits --gpus, both only where ddp runs") {
+  CHECK_NOTHROW(check_ddp_flags(2, 0, 1, DdpRuns::kYes));
+  CHECK_NOTHROW(check_ddp_flags(0, 0, 7, DdpRuns::kYes));  // ranks = GPUs found: checked later
+  CHECK_NOTHROW(check_ddp_flags(0, 2, -1, DdpRuns::kNo));
+  CHECK_THROWS_WITH(check_ddp_flags(2, 0, 5, DdpRuns::kYes),
+                    "--fail-rank 5: rank 5 does not exist among 2 (ranks are 0 to 1)");
+  CHECK_THROWS_WITH(check_ddp_flags(0, 3, 3, DdpRuns::kYes), StartsWith("--fail-rank 3: rank 3 does not exist among 3"));
+  CHECK_THROWS_WITH(check_ddp_flags(4, 2, -1, DdpRuns::kYes), "--nproc 4 needs one GPU per rank, but --gpus is 2");
+  CHECK_THROWS_WITH(check_ddp_flags(0, 0, 1, DdpRuns::kNo), StartsWith("--nproc, --fail-rank and --fail-epoch are for ddp"));
+  CHECK_THROWS_WITH(check_ddp_flags(2, 0, -1, DdpRuns::kNo), StartsWith("--nproc, --fail-rank and --fail-epoch are for ddp"));
+  CHECK_THROWS_AS(require_rank_exists(1, 1), UsageError);
+  CHECK_NOTHROW(require_rank_exists(0, 1));
+}
+
 TEST_CASE("program: usage errors are exit 2 with a one-line reason") {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"--fail-rank", "1"}, {"--gpus", "-1"}, {"ddp", "--fail-rank", "0", "--fail-epoch", "500"},
