@@ -485,9 +485,11 @@ int run(int argc, char** argv) {
                "and registered host memory, the cost of pinning, non_blocking, and random tensors made on "
                "the host vs the GPU."};
   workbook::add_common_options(app, o.common);
-  workbook::add_size_option(app, "--max-mib", o.max_mib, "largest copy in MiB, a power of two (default 1024; --quick: 64)");
+  workbook::add_size_option(app, "--max-mib", o.max_mib,
+                            "largest copy in MiB, a power of two (default 1024; --quick: 64)");
   app.add_option("--repeats", o.repeats, "timed repeats of a small copy; large copies get fewer (default 20)");
-  workbook::add_size_option(app, "--random-mib", o.random_mib, "size of the random tensor in MiB (default 256; --quick: 16)");
+  workbook::add_size_option(app, "--random-mib", o.random_mib,
+                            "size of the random tensor in MiB (default 256; --quick: 16)");
   app.add_option("--spin-ms", o.spin_ms, "how long the GPU is kept busy in the non_blocking demo (default 20)");
   if (auto code = workbook::parse_command_line(app, argc, argv)) return *code;
   if (o.common.quick) {  // --quick sets smaller defaults, explicit flags still win

@@ -71,7 +71,8 @@ std::optional<int> parse(int argc, char** argv, Options& o) {
                                     "multiply-adds per element in the compute stage; 0 calibrates it so that "
                                     "compute takes as long as both copies running at once (default 0; --quick 64)");
   auto* streams = app.add_option_function<std::string>(
-                         "--streams", [&o](const std::string& text) { o.streams = workbook::parse_int_list("--streams", text, 1, 64); },
+                         "--streams",
+                         [&o](const std::string& text) { o.streams = workbook::parse_int_list("--streams", text, 1, 64); },
                          "stream counts K to run, each 1 to 64, e.g. 1,2,4,8")
                       ->type_name("K,K,...");
   auto* repeats = app.add_option("--repeats", o.repeats, "timed repeats of each schedule (default 20; --quick 3)");

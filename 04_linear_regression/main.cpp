@@ -55,7 +55,8 @@ int run(int argc, char** argv) {
          "--device", [&device](const std::string& text) { device = parse_device(text, CpuDevice::kAllowed); },
          "cpu, N, cuda or cuda:N (as torch.device; default cuda:0)")
       ->type_name("DEVICE");
-  add_size_option(app, "--points", config.points, "number of points N, e.g. 5000000 or 5M (X = i * 2e-6, first 80% train)");
+  add_size_option(app, "--points", config.points,
+                  "number of points N, e.g. 5000000 or 5M (X = i * 2e-6, first 80% train)");
   app.add_option("--epochs", config.epochs, "full-batch gradient-descent epochs")->type_name("E");
   app.add_option("--lr", config.lr, "SGD learning rate")->type_name("LR");
   app.add_option("--noise", config.noise, "standard deviation of Gaussian noise on y (cuRAND)")->type_name("SIGMA");

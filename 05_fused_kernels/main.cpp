@@ -295,7 +295,7 @@ int run_sweep(const Options& o, const std::vector<Variant>& variants, Repeats re
       !o.sizes.empty() ? parse_sizes(o.sizes) : quick ? std::vector<std::int64_t>{2, 1025, 20'011} : default_sweep_sizes();
   Stream stream;
   const std::size_t copy_bytes = static_cast<std::size_t>(o.copy_mib) << 20;
-  require_gpu_memory("--copy-mib " + std::to_string(o.copy_mib), ByteCount().add(static_cast<std::int64_t>(copy_bytes), 1, 2));
+  require_gpu_memory("--copy-mib " + std::to_string(o.copy_mib), ByteCount().add(o.copy_mib, 1 << 20, 2));
   const double copy_gbps = measure_copy_gbps(copy_bytes, stream.get());
   out << "fused_kernels --sweep: " << sizes.size() << " sizes x " << variants.size() << " variants, " << o.config.epochs
       << " epochs, median of " << repeats.timed << " runs after " << repeats.warmup << " warm-up\ndevice: "
@@ -391,7 +391,8 @@ int run(int argc, char** argv) {
   CommonOptions common;
   add_common_options(app, common);
   Options o;
-  add_size_option(app, "--points", o.config.points, "number of points N, e.g. 5000000 or 5M (X = i * 2e-6, first 80% train)");
+  add_size_option(app, "--points", o.config.points,
+                  "number of points N, e.g. 5000000 or 5M (X = i * 2e-6, first 80% train)");
   app.add_option("--epochs", o.config.epochs, "full-batch gradient-descent epochs")->type_name("E");
   app.add_option("--lr", o.config.lr, "SGD learning rate (the sweep scales it above 5M points)")->type_name("LR");
   app.add_option("--noise", o.config.noise, "standard deviation of Gaussian noise on y (cuRAND)")->type_name("SIGMA");

@@ -206,8 +206,8 @@ TEST_CASE("program without a usable GPU exits 77 with one line") {
 
 TEST_CASE("program: the device flag takes N, cuda and cuda:N as every chapter does, and cpu") {
   for (const char* device : {"0", "3", "cuda", "cuda:0", "cuda:3"}) {
-    const ProgramResult r =
-        run_program({WORKBOOK_PROGRAM, "--quick", "--device", device, "--points", "50K"}, {{"CUDA_VISIBLE_DEVICES", ""}});
+    const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick", "--device", device, "--points", "50K"},
+                                        {{"CUDA_VISIBLE_DEVICES", ""}});
     CAPTURE(device, r.err);
     CHECK(r.exit_code == 77);
     CHECK_THAT(r.err, StartsWith("linear_regression needs a CUDA GPU: "));
