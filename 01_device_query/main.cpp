@@ -5,7 +5,8 @@
 //   device_query --device 1      one device (made current, as torch.cuda.set_device(1))
 //   device_query --json out.json the same facts as one JSON object
 //
-// No GPU is an answer here, not an error: "CUDA available: no (<reason>)" and exit 0.
+// No GPU is an answer here, not an error: "CUDA available: no (<reason>)" and exit 0, --device N
+// or not. With GPUs, a --device index that is not one of them exits 2 naming those that are.
 #include "device_query.h"
 
 #include "cli.h"
@@ -168,7 +169,9 @@ int run(int argc, char** argv) {
   workbook::CommonOptions common;
   workbook::add_common_options(app, common, workbook::DeviceFlag::kNone);
   std::optional<int> only_device;
-  app.add_option("--device", only_device, "show only device N and make it current (default: all devices)")
+  app.add_option_function<std::string>(
+         "--device", [&only_device](const std::string& text) { only_device = workbook::parse_device(text).index; },
+         "show only device N (N, cuda or cuda:N) and make it current (default: all devices)")
       ->type_name("N");
   if (auto code = workbook::parse_command_line(app, argc, argv)) return *code;
 
@@ -191,11 +194,7 @@ int run(int argc, char** argv) {
   if (!gpus.available()) {
     json["reason"] = gpus.reason;
     out << "CUDA available: no (" << gpus.reason << ")\n";
-    if (only_device) {
-      throw workbook::UsageError("--device " + std::to_string(*only_device) + ": there are no CUDA devices (" +
-                                 gpus.reason + ")");
-    }
-    return report.finish();
+    return report.finish();  // with --device N too: no GPU is this program's answer, not an error
   }
 
   const int current = only_device.value_or(0);

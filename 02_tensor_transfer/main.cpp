@@ -20,6 +20,7 @@
 #include "device_buffer.h"
 #include "event_timer.h"
 #include "format.h"
+#include "gpu_memory.h"
 #include "gpu_probe.h"
 #include "nvtx.h"
 #include "program.h"
@@ -484,9 +485,11 @@ int run(int argc, char** argv) {
                "and registered host memory, the cost of pinning, non_blocking, and random tensors made on "
                "the host vs the GPU."};
   workbook::add_common_options(app, o.common);
-  app.add_option("--max-mib", o.max_mib, "largest copy in MiB, a power of two (default 1024; --quick: 64)");
+  workbook::add_size_option(app, "--max-mib", o.max_mib,
+                            "largest copy in MiB, a power of two (default 1024; --quick: 64)");
   app.add_option("--repeats", o.repeats, "timed repeats of a small copy; large copies get fewer (default 20)");
-  app.add_option("--random-mib", o.random_mib, "size of the random tensor in MiB (default 256; --quick: 16)");
+  workbook::add_size_option(app, "--random-mib", o.random_mib,
+                            "size of the random tensor in MiB (default 256; --quick: 16)");
   app.add_option("--spin-ms", o.spin_ms, "how long the GPU is kept busy in the non_blocking demo (default 20)");
   if (auto code = workbook::parse_command_line(app, argc, argv)) return *code;
   if (o.common.quick) {  // --quick sets smaller defaults, explicit flags still win
@@ -495,7 +498,6 @@ int run(int argc, char** argv) {
     if (app.count("--repeats") == 0) o.repeats = 5;
     if (app.count("--spin-ms") == 0) o.spin_ms = 10.0;
   }
-  workbook::require_at_least("--device", o.common.device, 0);
   workbook::require_at_least("--max-mib", o.max_mib, 1);
   workbook::require_at_most("--max-mib", o.max_mib, 1024);
   if (!transfer::is_power_of_two(static_cast<std::size_t>(o.max_mib))) {
@@ -509,6 +511,11 @@ int run(int argc, char** argv) {
 
   workbook::use_device(o.common.device);  // exit 77 without a GPU, 2 naming the devices for a bad index
   const int gpu = o.common.device;
+  // The random tensor and the two copy buffers are never held at once: each must fit on its own.
+  workbook::require_gpu_memory("--random-mib " + std::to_string(o.random_mib),
+                               workbook::ByteCount().add(o.random_mib, kMiB));
+  workbook::require_gpu_memory("--max-mib " + std::to_string(o.max_mib),
+                               workbook::ByteCount().add(o.max_mib, kMiB, 2));
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, gpu));
 

@@ -20,6 +20,7 @@
 #include "device_buffer.h"
 #include "format.h"
 #include "event_timer.h"
+#include "gpu_memory.h"
 #include "gpu_probe.h"
 #include "nvtx.h"
 #include "program.h"
@@ -64,17 +65,20 @@ std::optional<int> parse(int argc, char** argv, Options& o) {
   CLI::App app{"Streams and events: asynchrony, copy/compute overlap on K streams, and the cost of waiting"};
   workbook::add_common_options(app, o.common);
   auto* chunks = app.add_option("--chunks", o.chunks, "chunks in the batch (default 64; --quick 4)");
-  auto* elements = app.add_option("--chunk-elements", o.chunk_elements, "floats per chunk (default 1048576)");
+  auto* elements = workbook::add_size_option(app, "--chunk-elements", o.chunk_elements,
+                                             "floats per chunk, e.g. 1048576 or 1M (default 1048576; --quick 65536)");
   auto* iterations = app.add_option("--iterations", o.iterations,
                                     "multiply-adds per element in the compute stage; 0 calibrates it so that "
                                     "compute takes as long as both copies running at once (default 0; --quick 64)");
-  auto* streams = app.add_option("--streams", o.streams, "stream counts K to run, e.g. 1,2,4,8")
-                      ->delimiter(',')
+  auto* streams = app.add_option_function<std::string>(
+                         "--streams",
+                         [&o](const std::string& text) { o.streams = workbook::parse_int_list("--streams", text, 1, 64); },
+                         "stream counts K to run, each 1 to 64, e.g. 1,2,4,8")
                       ->type_name("K,K,...");
   auto* repeats = app.add_option("--repeats", o.repeats, "timed repeats of each schedule (default 20; --quick 3)");
   app.add_option("--trace", o.trace_path, "write a Chrome trace (Perfetto, chrome://tracing) to FILE")
       ->type_name("FILE");
-  app.add_option("--trace-streams", o.trace_streams, "K of the traced K-stream run (default 4)");
+  auto* trace_streams = app.add_option("--trace-streams", o.trace_streams, "K of the traced K-stream run (default 4)");
   app.add_flag("--drop-wait", o.drop_wait,
                "the bug: leave out cudaStreamWaitEvent in the two-stream pattern (the check then FAILs)");
   app.add_option("--producer-delay-us", o.producer_delay_us,
@@ -95,14 +99,12 @@ std::optional<int> parse(int argc, char** argv, Options& o) {
   workbook::require_at_most("--chunks x --chunk-elements", o.chunks * o.chunk_elements, 1LL << 30);
   workbook::require_at_least("--iterations", o.iterations, 0);
   workbook::require_at_most("--iterations", o.iterations, 1000000);
-  for (int k : o.streams) {
-    workbook::require_at_least("--streams", k, 1);
-    workbook::require_at_most("--streams", k, 64);
-  }
   workbook::require_at_least("--repeats", o.repeats, 1);
   workbook::require_at_most("--repeats", o.repeats, 1000);
   workbook::require_at_least("--trace-streams", o.trace_streams, 1);
   workbook::require_at_most("--trace-streams", o.trace_streams, 64);
+  if (app.count("--trace") && o.trace_path.empty()) throw workbook::UsageError("--trace needs a file name");
+  if (trace_streams->count() && o.trace_path.empty()) throw workbook::UsageError("--trace-streams needs --trace FILE");
   workbook::require_at_least("--producer-delay-us", o.producer_delay_us, 1);
   workbook::require_at_most("--producer-delay-us", o.producer_delay_us, 1000000);
   return std::nullopt;
@@ -265,6 +267,9 @@ int run(int argc, char** argv) {
 
   // ---- Buffers: the whole batch pinned on the host and resident on the device.
   const std::size_t n = static_cast<std::size_t>(o.chunks) * static_cast<std::size_t>(o.chunk_elements);
+  workbook::require_gpu_memory("--chunks " + std::to_string(o.chunks) + " x --chunk-elements " +
+                                   std::to_string(o.chunk_elements),
+                               workbook::ByteCount().add(static_cast<std::int64_t>(n), sizeof(float), 2));
   workbook::PinnedBuffer<float> h_in(n), h_out(n);
   workbook::DeviceBuffer<float> d_in(n), d_out(n);
   fill_input(h_in.data(), n);

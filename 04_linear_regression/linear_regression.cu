@@ -140,26 +140,18 @@ int reduction_blocks(std::int64_t n) {
       std::max<std::int64_t>(1, std::min<std::int64_t>(ceil_div(n, kThreads * kItemsPerThread), kMaxReductionBlocks)));
 }
 
-std::size_t gpu_bytes_needed(std::int64_t points, int epochs) {
-  const std::size_t floats = static_cast<std::size_t>(points) * 2 + static_cast<std::size_t>(even(points)) +
-                             2 * kMaxReductionBlocks + 2 + 2 + static_cast<std::size_t>(epochs) + 1;
-  return floats * sizeof(float);
+ByteCount gpu_bytes_needed(std::int64_t points, int epochs) {
+  ByteCount need;
+  need.add(points, sizeof(float), 2);  // x, y
+  need.add(points / 2 + points % 2, 2 * sizeof(float));  // predictions, even(points) of them (the noise
+                                                          // while the data is made)
+  need.add(2 * kMaxReductionBlocks + 2 + 2 + 1, sizeof(float));  // partials, params, grads, test MSE
+  need.add(epochs, sizeof(float));  // losses
+  return need;
 }
 
 void require_gpu_memory(std::int64_t points, int epochs) {
-  std::size_t free_bytes = 0, total_bytes = 0;
-  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const std::size_t needed = gpu_bytes_needed(points, epochs);
-  if (needed > free_bytes) {
-    int device = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    std::ostringstream m;
-    m.setf(std::ios::fixed);
-    m.precision(1);
-    m << "--points " << points << " needs " << needed / 1048576.0 << " MiB of GPU memory, but only "
-      << free_bytes / 1048576.0 << " MiB of " << total_bytes / 1048576.0 << " MiB are free on device " << device;
-    throw std::runtime_error(m.str());
-  }
+  workbook::require_gpu_memory("--points " + std::to_string(points), gpu_bytes_needed(points, epochs));
 }
 
 void launch_make_data(float* x, float* y, const float* noise, float sigma, std::int64_t n, cudaStream_t stream) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "device_buffer.h"
+#include "gpu_memory.h"
 #include "regression.h"
 
 #include <cuda_runtime_api.h>
@@ -21,9 +22,11 @@ namespace workbook::regression {
 
 // GPU memory one run needs: x, y and the predictions (which also hold the noise while the data is
 // made), the reduction partials and the per-epoch losses.
-std::size_t gpu_bytes_needed(std::int64_t points, int epochs);
+// The count saturates rather than wrapping for an absurd --points.
+ByteCount gpu_bytes_needed(std::int64_t points, int epochs);
 
-// Throws (exit 1) with "needs X MiB ... Y MiB free" when the current device cannot hold the run.
+// Throws GpuMemoryError (exit 1) with "--points N needs X MiB of GPU memory, but only Y MiB of
+// Z MiB are free on device D" when the current device cannot hold the run (common/gpu_memory.h).
 void require_gpu_memory(std::int64_t points, int epochs);
 
 // Blocks of the first reduction pass over n terms. It depends on n only, so the order of every

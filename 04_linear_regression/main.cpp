@@ -32,28 +32,6 @@ namespace {
 using namespace workbook;
 using namespace workbook::regression;
 
-// --device cpu | cuda | cuda:N, as torch.device takes it.
-struct DeviceChoice {
-  bool cpu = false;
-  int index = 0;
-  std::string name() const { return cpu ? "cpu" : "cuda:" + std::to_string(index); }
-};
-
-DeviceChoice parse_device(const std::string& text) {
-  DeviceChoice d;
-  if (text == "cpu") {
-    d.cpu = true;
-  } else if (text == "cuda") {
-    d.index = 0;
-  } else if (text.rfind("cuda:", 0) == 0 && text.size() > 5 &&
-             text.find_first_not_of("0123456789", 5) == std::string::npos && text.size() < 15) {
-    d.index = std::stoi(text.substr(5));
-  } else {
-    throw UsageError("--device must be cpu, cuda or cuda:N, got '" + text + "'");
-  }
-  return d;
-}
-
 double relative_error(double got, double want) { return std::fabs(got - want) / std::fabs(want); }
 
 nlohmann::json stats_json(const Stats& s) {
@@ -72,9 +50,13 @@ int run(int argc, char** argv) {
   CommonOptions common;
   add_common_options(app, common, DeviceFlag::kNone);
   Config config;
-  std::string device_text = "cuda";
-  app.add_option("--device", device_text, "cpu, cuda or cuda:N (as torch.device)")->type_name("DEVICE");
-  app.add_option("--points", config.points, "number of points N (X = i * 2e-6, first 80% train)")->type_name("N");
+  DeviceChoice device;
+  app.add_option_function<std::string>(
+         "--device", [&device](const std::string& text) { device = parse_device(text, CpuDevice::kAllowed); },
+         "cpu, N, cuda or cuda:N (as torch.device; default cuda:0)")
+      ->type_name("DEVICE");
+  add_size_option(app, "--points", config.points,
+                  "number of points N, e.g. 5000000 or 5M (X = i * 2e-6, first 80% train)");
   app.add_option("--epochs", config.epochs, "full-batch gradient-descent epochs")->type_name("E");
   app.add_option("--lr", config.lr, "SGD learning rate")->type_name("LR");
   app.add_option("--noise", config.noise, "standard deviation of Gaussian noise on y (cuRAND)")->type_name("SIGMA");
@@ -84,7 +66,6 @@ int run(int argc, char** argv) {
   if (common.quick && app.count("--points") == 0) config.points = 20'011;  // odd, not a block multiple
   if (common.quick && app.count("--epochs") == 0) config.epochs = 60;
   validate(config);
-  const DeviceChoice device = parse_device(device_text);
   const Repeats repeats = device.cpu ? Repeats{1, common.quick ? 2 : 3} : Repeats{2, common.quick ? 2 : 10};
 
   // 1. The device first, so that "no GPU" (77), a bad index (2) or too little memory (1) is the

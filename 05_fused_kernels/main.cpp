@@ -161,7 +161,12 @@ int run_single(const Options& o, const std::vector<Variant>& variants, Repeats r
   std::ostream& out = report.out();
   nlohmann::json& j = report.json();
   const Config& config = o.config;
-  regression::require_gpu_memory(config.points, config.epochs);
+  const std::size_t copy_bytes = static_cast<std::size_t>(o.copy_mib) << 20;
+  // The data and, while it is held, the two buffers of the ceiling's copy: asked before either is taken.
+  ByteCount need = regression::gpu_bytes_needed(config.points, config.epochs);
+  need.add(static_cast<std::int64_t>(copy_bytes), 1, 2);
+  require_gpu_memory("--points " + std::to_string(config.points) + " with --copy-mib " + std::to_string(o.copy_mib),
+                     need);
   Stream stream;
   FusedRegression gpu(config, stream.get());
   const regression::Split split = regression::split_of(config.points);
@@ -237,7 +242,6 @@ int run_single(const Options& o, const std::vector<Variant>& variants, Repeats r
   }
 
   // 3. The ceiling, then time each variant: the epoch loop alone, warm-up, median of repeats.
-  const std::size_t copy_bytes = static_cast<std::size_t>(o.copy_mib) << 20;
   const double copy_gbps = measure_copy_gbps(copy_bytes, stream.get());
   out << std::setprecision(4) << "ceiling: device-to-device copy of " << o.copy_mib << " MiB: " << copy_gbps
       << " GB/s (bytes read + written)\n";
@@ -303,6 +307,7 @@ int run_sweep(const Options& o, const std::vector<Variant>& variants, Repeats re
       !o.sizes.empty() ? parse_sizes(o.sizes) : quick ? std::vector<std::int64_t>{2, 1025, 20'011} : default_sweep_sizes();
   Stream stream;
   const std::size_t copy_bytes = static_cast<std::size_t>(o.copy_mib) << 20;
+  require_gpu_memory("--copy-mib " + std::to_string(o.copy_mib), ByteCount().add(o.copy_mib, 1 << 20, 2));
   const double copy_gbps = measure_copy_gbps(copy_bytes, stream.get());
   out << "fused_kernels --sweep: " << sizes.size() << " sizes x " << variants.size() << " variants, " << o.config.epochs
       << " epochs, median of " << repeats.timed << " runs after " << repeats.warmup << " warm-up\ndevice: "
@@ -327,7 +332,7 @@ int run_sweep(const Options& o, const std::vector<Variant>& variants, Repeats re
     run.config.points = points;
     run.config.lr = sweep_lr(o.config.lr, points);
     regression::validate(run.config);
-    regression::require_gpu_memory(points, run.config.epochs);
+    regression::require_gpu_memory(points, run.config.epochs);  // the sizes before it are still held
     run.gpu = std::make_unique<FusedRegression>(run.config, stream.get());
     run.reference = std::async(std::launch::async, [data = run.gpu->copy_dataset(), config = run.config] {
       return regression::train_reference(data, config);
@@ -407,7 +412,8 @@ int run(int argc, char** argv) {
   CommonOptions common;
   add_common_options(app, common);
   Options o;
-  app.add_option("--points", o.config.points, "number of points N (X = i * 2e-6, first 80% train)")->type_name("N");
+  add_size_option(app, "--points", o.config.points,
+                  "number of points N, e.g. 5000000 or 5M (X = i * 2e-6, first 80% train)");
   app.add_option("--epochs", o.config.epochs, "full-batch gradient-descent epochs")->type_name("E");
   app.add_option("--lr", o.config.lr, "SGD learning rate (the sweep scales it above 5M points)")->type_name("LR");
   app.add_option("--noise", o.config.noise, "standard deviation of Gaussian noise on y (cuRAND)")->type_name("SIGMA");
@@ -418,7 +424,7 @@ int run(int argc, char** argv) {
   app.add_option("--sizes", o.sizes, "sweep sizes, e.g. 500,5K,5M (default: the article's, plus 100K)")->type_name("LIST");
   app.add_option("--csv", o.csv, "sweep: write the rows as CSV to FILE")->type_name("FILE");
   app.add_option("--repeats", o.repeats, "timed runs per variant (default 10; 3 in the sweep; 2 with --quick)")->type_name("R");
-  app.add_option("--copy-mib", o.copy_mib, "size of the device-to-device copy that gives the ceiling")->type_name("MIB");
+  add_size_option(app, "--copy-mib", o.copy_mib, "size in MiB of the device-to-device copy that gives the ceiling");
   app.add_option("--trace", o.trace_path,
                  "after the timing, write a Chrome trace (Perfetto, chrome://tracing) of 3 epochs of variants 1, 3, 4, 6")
       ->type_name("FILE");
@@ -432,6 +438,7 @@ int run(int argc, char** argv) {
   require_at_least("--copy-mib", o.copy_mib, 1);
   require_at_most("--copy-mib", o.copy_mib, 16384);
   if (!o.sweep && (app.count("--sizes") || app.count("--csv"))) throw UsageError("--sizes and --csv need --sweep");
+  if (o.sweep && app.count("--points")) throw UsageError("--sweep takes its point counts from --sizes, not --points");
   if (o.sweep) parse_sizes(o.sizes.empty() ? "2" : o.sizes);  // refuse bad sizes before touching the GPU
   if (o.sweep && app.count("--trace")) throw UsageError("--trace records the single mode's training loop, not --sweep");
   if (app.count("--trace")) {

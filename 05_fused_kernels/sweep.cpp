@@ -1,11 +1,10 @@
 // sweep.cpp: sizes, variants, learning rate per size, bandwidth arithmetic and the CSV/JSON rows.
 #include "sweep.h"
 
-#include "cli.h"  // split_commas
+#include "cli.h"  // split_commas, parse_size_list
 #include "exit_codes.h"
 
 #include <algorithm>
-#include <cctype>
 #include <iomanip>
 #include <sstream>
 
@@ -16,31 +15,13 @@ std::vector<std::int64_t> default_sweep_sizes() {
 }
 
 std::vector<std::int64_t> parse_sizes(const std::string& text) {
-  std::vector<std::int64_t> sizes;
-  for (const std::string& part : split_commas(text)) {
-    auto refuse = [&](const std::string& why) {
-      throw UsageError("--sizes: '" + part + "' " + why + " (use e.g. 500,5K,5M)");
-    };
-    std::size_t digits = 0;
-    while (digits < part.size() && std::isdigit(static_cast<unsigned char>(part[digits]))) ++digits;
-    if (digits == 0 || digits > 12) refuse("is not a point count");
-    std::int64_t value = std::stoll(part.substr(0, digits));
-    const std::string suffix = part.substr(digits);
-    if (suffix == "K" || suffix == "k") value *= 1'000;
-    else if (suffix == "M" || suffix == "m") value *= 1'000'000;
-    else if (!suffix.empty()) refuse("has an unknown suffix");
-    if (value < 2) refuse("is below 2 points");
-    if (value > 2'000'000'000) refuse("is above 2e9 points");
-    sizes.push_back(value);
-  }
-  if (sizes.empty()) throw UsageError("--sizes needs at least one size");
-  return sizes;
+  return parse_size_list("--sizes", text, 2, 2'000'000'000);
 }
 
 std::vector<Variant> parse_variants(const std::string& text) {
   if (text == "all") return all_variants();
   std::vector<Variant> variants;
-  for (const std::string& part : split_commas(text)) {
+  for (const std::string& part : list_items("--variant", text)) {
     if (part.size() != 1 || part[0] < '1' || part[0] > '0' + kVariantCount) {
       throw UsageError("--variant must be 'all' or a list of 1.." + std::to_string(kVariantCount) + ", got '" +
                        text + "'");

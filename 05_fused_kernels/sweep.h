@@ -23,7 +23,8 @@ namespace workbook::fused {
 // The article's sizes, plus 100K (the size below which launch costs rule the epoch).
 std::vector<std::int64_t> default_sweep_sizes();
 
-// "500,5K,2M,100M" (K = 1e3, M = 1e6) or plain integers. Throws UsageError naming --sizes.
+// "500,5K,2M,100M": common/cli.h's sizes (K = 1e3, M = 1e6, G = 1e9), from 2 to 2e9 points.
+// Throws UsageError naming --sizes.
 std::vector<std::int64_t> parse_sizes(const std::string& text);
 
 // "all" or a comma-separated list of 1..7 ("1,3,7"). Throws UsageError naming --variant.

@@ -134,6 +134,15 @@ std::vector<int> pick_devices(const Options& o) {
   return devices;
 }
 
+// Asks every device of the run for `need` before anything is allocated on any of them.
+void require_memory_on_each(const std::vector<int>& devices, const std::string& what, const ByteCount& need) {
+  for (int d : devices) {
+    CUDA_CHECK(cudaSetDevice(d));
+    require_gpu_memory(what, need);
+  }
+  CUDA_CHECK(cudaSetDevice(devices.front()));
+}
+
 std::string fixed(double v, int digits) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(digits) << v;
@@ -170,6 +179,7 @@ double launch_bound_s(const Options& o) { return o.launch_timeout_s > 0 ? o.laun
 void run_topology(const Options& o, const std::vector<int>& devices, Report& report) {
   std::ostream& out = report.out();
   const std::size_t bytes = static_cast<std::size_t>(o.copy_mib) << 20;
+  require_memory_on_each(devices, "--copy-mib " + std::to_string(o.copy_mib), ByteCount().add(o.copy_mib, 1 << 20, 2));
   const Topology t = measure_topology(devices, bytes, o.common.quick ? Repeats{1, 3} : Repeats{2, 10});
   out << "== topology: " << devices.size() << " GPU" << (devices.size() == 1 ? "" : "s") << "\n";
   for (std::size_t i = 0; i < devices.size(); ++i) out << "  GPU " << devices[i] << ": " << t.names[i] << "\n";
@@ -212,6 +222,7 @@ void run_allreduce(const Options& o, const std::vector<int>& devices, Report& re
   const std::vector<std::size_t> sizes = allreduce_sizes(static_cast<std::size_t>(o.min_bytes),
                                                          static_cast<std::size_t>(o.max_bytes), o.factor);
   const int n = static_cast<int>(devices.size());
+  require_memory_on_each(devices, "--max-bytes " + std::to_string(o.max_bytes), ByteCount().add(o.max_bytes, 1, 2));
   out << "== allreduce: NCCL " << NCCL_MAJOR << "." << NCCL_MINOR << "." << NCCL_PATCH << " (headers), " << n
       << " GPU" << (n == 1 ? "" : "s") << " in one process, float sum, out of place; "
       << o.allreduce.iterations << " back-to-back per batch after " << o.allreduce.warmup << " warm-up, median of "
@@ -398,6 +409,12 @@ int run_ddp_launcher(const Options& o, const std::vector<int>& devices, Report& 
                      std::to_string(o.common.device) + "; this machine has " + std::to_string(probe_gpus().device_count));
   }
   const regression::Config c = training_config(o, o.config.points);
+  // Rank 0's shard, asked here on its GPU (where this process already is) so that a size that does
+  // not fit is one line; every rank asks again for its own shard before allocating it.
+  const Problem problem = make_problem(c);
+  require_gpu_memory("--points " + std::to_string(c.points) + " (rank 0's shard of " + std::to_string(nproc) + ")",
+                     Replica::bytes_needed(problem, shard_of(problem.train_points, nproc, 0),
+                                           shard_of(problem.test_points, nproc, 0, problem.train_points)));
   std::ostream& out = report.out();
   out << "== ddp: DistributedDataParallel analog: " << nproc << " rank" << (nproc == 1 ? "" : "s")
       << " (one process per GPU, built-in launcher); " << c.points << " points, " << c.epochs << " epochs, lr " << c.lr
@@ -556,13 +573,15 @@ int run(int argc, char** argv) {
   app.fallthrough();  // the flags may come before or after the subcommand
   app.add_option("--gpus", o.gpus, "GPUs to use from --device on (default: all)")->type_name("G");
   auto* training = app.add_option_group("training", "dp, ddp and scaling");
-  training->add_option("--points", o.config.points, "points of the whole dataset (X = i * 2e-6, first 80% train)")->type_name("N");
+  add_size_option(*training, "--points", o.config.points,
+                  "points of the whole dataset, e.g. 5M (X = i * 2e-6, first 80% train)");
   training->add_option("--epochs", o.config.epochs, "full-batch epochs")->type_name("E");
   training->add_option("--lr", o.lr, "learning rate (default 0.01, scaled by (5M/N)^2 above 5M points as in chapter 05)");
   training->add_option("--noise", o.config.noise, "standard deviation of the noise on y");
   training->add_option("--seed", o.config.seed, "cuRAND seed of the noise");
   training->add_option("--repeats", o.repeats, "timed runs after the checked run");
-  training->add_option("--reference-max", o.reference_max, "largest point count checked against the float64 CPU reference");
+  add_size_option(*training, "--reference-max", o.reference_max,
+                  "largest point count checked against the float64 CPU reference");
   auto* ddp_group = app.add_option_group("ddp", "ddp ranks and faults");
   ddp_group->add_option("--nproc", o.nproc, "ranks the built-in launcher starts (default: one per GPU)")->type_name("N");
   ddp_group->add_option("--fail-rank", o.fail_rank, "this rank fails at --fail-epoch (fault injection)")->type_name("R");
@@ -574,13 +593,14 @@ int run(int argc, char** argv) {
                       "DDP communicators with ncclConfig_t::blocking = 0 (each collective then starts from a helper "
                       "thread: slower, see README)");
   auto* ar = app.add_option_group("allreduce", "all-reduce sweep");
-  ar->add_option("--min-bytes", o.min_bytes, "smallest all-reduce (bytes)");
-  ar->add_option("--max-bytes", o.max_bytes, "largest all-reduce (bytes; default 1 GiB, --quick 64 MiB)");
+  add_size_option(*ar, "--min-bytes", o.min_bytes, "smallest all-reduce (bytes)");
+  add_size_option(*ar, "--max-bytes", o.max_bytes,
+                  "largest all-reduce (bytes, e.g. 256M; default 1 GiB, --quick 64 MiB)");
   ar->add_option("--factor", o.factor, "size step (default 2, --quick 8)");
   ar->add_option("--iterations", o.allreduce.iterations, "all-reduces per timed batch");
   ar->add_option("--batches", o.allreduce.batches, "timed batches (median reported)");
   ar->add_option("--warmup", o.allreduce.warmup, "all-reduces before timing");
-  app.add_option("--copy-mib", o.copy_mib, "topology: MiB per peer copy");
+  add_size_option(app, "--copy-mib", o.copy_mib, "topology: MiB per peer copy");
   auto* sc = app.add_option_group("scaling", "scaling runs");
   sc->add_option("--strong", o.strong, "strong scaling: total points, e.g. 5M,100M");
   sc->add_option("--weak", o.weak, "weak scaling: points per GPU, e.g. 100M");
@@ -594,6 +614,8 @@ int run(int argc, char** argv) {
   if (auto code = parse_command_line(app, argc, argv)) return *code;
   apply_quick(o, app);
   validate(o);
+  const bool all = app.get_subcommands().empty();
+  check_ddp_flags(o.nproc, o.gpus, o.fail_rank, all || ddp->parsed() ? DdpRuns::kYes : DdpRuns::kNo);
 
   // A rank of a DDP run: started by our own launcher, or by mpirun.
   const auto identity = worker_identity_from_environment(&process_environment);
@@ -611,8 +633,9 @@ int run(int argc, char** argv) {
     return run_mpi_rank(o, &argc, &argv);
   }
 
-  const bool all = app.get_subcommands().empty();
   const std::vector<int> devices = pick_devices(o);
+  // Without --nproc or --gpus, the ranks are the GPUs found: only now can --fail-rank be checked.
+  if (all || ddp->parsed()) require_rank_exists(o.fail_rank, o.nproc > 0 ? o.nproc : static_cast<int>(devices.size()));
   Report report("multi_gpu", o.common.json);
   report.out() << "multi_gpu: " << devices.size() << " GPU" << (devices.size() == 1 ? "" : "s") << " from device "
                << o.common.device << (mpi_built_in() ? "; MPI built in" : "; built without MPI (launcher: --nproc)")

@@ -148,6 +148,23 @@ Problem make_problem(const regression::Config& config) {
   return p;
 }
 
+ByteCount Replica::bytes_needed(const Problem& problem, Shard train, Shard test) {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  int multiprocessors = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  const int blocks = std::max(fused_blocks(train.count, multiprocessors), fused_blocks(test.count, multiprocessors));
+  ByteCount need;
+  need.add(std::max<std::int64_t>(train.count, 1), sizeof(float), 2);  // x, y
+  need.add(std::max<std::int64_t>(test.count, 1), sizeof(float), 2);   // test x, y
+  need.add(3 * static_cast<std::int64_t>(blocks) + 3 + 3 + 2, sizeof(float));  // partials, sums, params
+  need.add(problem.config.epochs, sizeof(float));                        // losses
+  need.add(1, sizeof(unsigned));                                         // done count
+  const std::int64_t points = problem.config.points;
+  if (problem.config.noise > 0.0) need.add(points / 2 + points % 2, 2 * sizeof(float));  // the whole noise
+  return need;
+}
+
 Replica::Replica(const Problem& problem, Shard train, Shard test, cudaStream_t stream)
     : problem_(problem), train_(train), test_(test), stream_(stream) {
   NvtxRange range("make shard");

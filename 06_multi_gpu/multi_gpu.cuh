@@ -10,6 +10,7 @@
 #pragma once
 
 #include "device_buffer.h"
+#include "gpu_memory.h"
 #include "plan.h"
 #include "regression.h"
 
@@ -38,6 +39,9 @@ class Replica {
   // Allocates on the current device and makes the shard's data. With noise, the whole noise
   // vector is drawn (cuRAND, as chapter 04) and the shard's slice used, so the data match 04's.
   Replica(const Problem& problem, Shard train, Shard test, cudaStream_t stream);
+
+  // What that constructor allocates on the current device (ask require_gpu_memory before it).
+  static ByteCount bytes_needed(const Problem& problem, Shard train, Shard test);
 
   void enqueue_reset();         // w = 0.83, b = 0.7645, for a new run
   void enqueue_sums();          // sums() = {sum r^2, sum r x, sum r} over the training shard

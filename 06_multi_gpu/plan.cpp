@@ -1,11 +1,10 @@
-// plan.cpp: shards, bandwidth arithmetic, sizes, rank-to-GPU mapping, hex, list parsing.
+// plan.cpp: shards, bandwidth arithmetic, sizes, rank-to-GPU mapping, hex, the list flags' limits.
 #include "plan.h"
 
-#include "cli.h"  // split_commas
+#include "cli.h"  // parse_int_list, parse_size_list
 #include "exit_codes.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
@@ -99,47 +98,32 @@ void from_hex(const std::string& hex, void* bytes, std::size_t count) {
   }
 }
 
-namespace {
-
-// Digits with an optional K or M suffix; nullopt when the text is not that.
-std::optional<std::int64_t> parse_count(const std::string& part) {
-  std::size_t digits = 0;
-  while (digits < part.size() && std::isdigit(static_cast<unsigned char>(part[digits]))) ++digits;
-  if (digits == 0 || digits > 12) return std::nullopt;
-  std::int64_t value = std::stoll(part.substr(0, digits));
-  const std::string suffix = part.substr(digits);
-  if (suffix == "K" || suffix == "k") value *= 1'000;
-  else if (suffix == "M" || suffix == "m") value *= 1'000'000;
-  else if (!suffix.empty()) return std::nullopt;
-  return value;
-}
-
-}  // namespace
-
 std::vector<int> parse_int_list(const std::string& text, const char* flag) {
-  std::vector<int> values;
-  for (const std::string& part : split_commas(text)) {
-    const auto v = parse_count(part);
-    if (!v || *v < 1 || *v > 1024 || part.find_first_not_of("0123456789") != std::string::npos) {
-      throw UsageError(std::string(flag) + ": '" + part + "' is not a count from 1 to 1024 (use e.g. 1,2,4)");
-    }
-    values.push_back(static_cast<int>(*v));
-  }
-  if (values.empty()) throw UsageError(std::string(flag) + " needs at least one value");
-  return values;
+  return workbook::parse_int_list(flag, text, 1, 1024);
 }
 
 std::vector<std::int64_t> parse_point_list(const std::string& text, const char* flag) {
-  std::vector<std::int64_t> values;
-  for (const std::string& part : split_commas(text)) {
-    const auto v = parse_count(part);
-    if (!v || *v < 2 || *v > 2'000'000'000) {
-      throw UsageError(std::string(flag) + ": '" + part + "' is not a point count from 2 to 2e9 (use e.g. 5M,100M)");
-    }
-    values.push_back(*v);
+  return workbook::parse_size_list(flag, text, 2, 2'000'000'000);
+}
+
+void require_rank_exists(int fail_rank, int ranks) {
+  if (fail_rank >= ranks) {
+    throw UsageError("--fail-rank " + std::to_string(fail_rank) + ": rank " + std::to_string(fail_rank) +
+                     " does not exist among " + std::to_string(ranks) + " (ranks are 0 to " +
+                     std::to_string(ranks - 1) + ")");
   }
-  if (values.empty()) throw UsageError(std::string(flag) + " needs at least one value");
-  return values;
+}
+
+void check_ddp_flags(int nproc, int gpus, int fail_rank, DdpRuns ddp) {
+  if (ddp == DdpRuns::kNo && (fail_rank >= 0 || nproc > 0)) {
+    throw UsageError("--nproc, --fail-rank and --fail-epoch are for ddp (multi_gpu ddp ..., or no part: all of them)");
+  }
+  if (nproc > 0 && gpus > 0 && nproc > gpus) {
+    throw UsageError("--nproc " + std::to_string(nproc) + " needs one GPU per rank, but --gpus is " +
+                     std::to_string(gpus));
+  }
+  const int known_ranks = nproc > 0 ? nproc : gpus;  // 0: one per GPU found, known later
+  if (known_ranks > 0) require_rank_exists(fail_rank, known_ranks);
 }
 
 std::vector<int> usable_gpu_counts(const std::vector<int>& wanted, int available) {

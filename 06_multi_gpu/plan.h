@@ -55,10 +55,18 @@ const char* process_environment(const char* name);  // std::getenv, as an EnvLoo
 std::string to_hex(const void* bytes, std::size_t count);
 void from_hex(const std::string& hex, void* bytes, std::size_t count);
 
-// "1,2,4" -> {1, 2, 4}; "5M,100M" -> {5000000, 100000000} (K and M suffixes). Throw UsageError
-// naming `flag`.
+// "1,2,4" -> {1, 2, 4} (counts 1 to 1024); "5M,100M" -> {5000000, 100000000} (common/cli.h's
+// sizes, 2 to 2e9 points). Throw UsageError naming `flag`, for an empty item ("1,,2") too.
 std::vector<int> parse_int_list(const std::string& text, const char* flag);
 std::vector<std::int64_t> parse_point_list(const std::string& text, const char* flag);
+
+// The ddp flags against each other and the part that runs, before any CUDA call (UsageError):
+// --nproc and --fail-* only where ddp runs, --nproc at most --gpus, and --fail-rank one of the
+// ranks when their number is known (--nproc, else --gpus; 0 for either means "not given").
+// require_rank_exists: "--fail-rank 5: rank 5 does not exist among 2 (ranks are 0 to 1)".
+enum class DdpRuns { kNo, kYes };
+void check_ddp_flags(int nproc, int gpus, int fail_rank, DdpRuns ddp);
+void require_rank_exists(int fail_rank, int ranks);
 
 // The GPU counts a scaling run visits: each of `wanted` that this machine has, in order.
 std::vector<int> usable_gpu_counts(const std::vector<int>& wanted, int available);

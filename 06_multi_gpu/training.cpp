@@ -88,6 +88,14 @@ ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& 
     std::unique_ptr<EpochMarks> marks;
     std::vector<double> runs_ms;
   };
+  // Every device's shard is asked for before any is allocated: a size that does not fit is one line.
+  for (int d = 0; d < count; ++d) {
+    CUDA_CHECK(cudaSetDevice(devices[d]));
+    require_gpu_memory("--points " + std::to_string(problem.config.points) + " (GPU " + std::to_string(devices[d]) +
+                           "'s shard of " + std::to_string(count) + ")",
+                       Replica::bytes_needed(problem, shard_of(problem.train_points, count, d),
+                                             shard_of(problem.test_points, count, d, problem.train_points)));
+  }
   std::vector<Plan> plans(devices.size());
   for (int d = 0; d < count; ++d) {
     Plan& p = plans[d];
@@ -186,8 +194,12 @@ ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& s, int repeat
   const Watch& watch = s.watch;
   CUDA_CHECK(cudaSetDevice(s.device));
   Stream stream;
-  Replica replica(problem, shard_of(problem.train_points, s.world_size, s.rank),
-                  shard_of(problem.test_points, s.world_size, s.rank, problem.train_points), stream.get());
+  const Shard train = shard_of(problem.train_points, s.world_size, s.rank);
+  const Shard test = shard_of(problem.test_points, s.world_size, s.rank, problem.train_points);
+  require_gpu_memory("--points " + std::to_string(problem.config.points) + " (rank " + std::to_string(s.rank) +
+                         "'s shard of " + std::to_string(s.world_size) + ")",
+                     Replica::bytes_needed(problem, train, test));
+  Replica replica(problem, train, test, stream.get());
   EpochMarks marks(epochs);
   std::vector<Event> progress(static_cast<std::size_t>(epochs));  // the host's pacing marks, no timing
   Communicator comm = Communicator::init_rank(s.id, s.world_size, s.rank, watch, s.nonblocking);
@@ -345,8 +357,9 @@ std::optional<regression::TrainingResult> single_gpu_05(const regression::Config
   NvtxRange range("single GPU (chapter 05)");
   std::size_t free_bytes = 0, total_bytes = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const std::size_t needed = regression::gpu_bytes_needed(config.points, config.epochs);
-  if (needed > free_bytes * 9 / 10) {
+  const ByteCount need = regression::gpu_bytes_needed(config.points, config.epochs);
+  const std::size_t needed = need.bytes();  // saturated: more than any GPU has
+  if (need.saturated() || needed > free_bytes * 9 / 10) {
     if (why_not != nullptr) {
       *why_not = "chapter 05 on one GPU needs " + std::to_string(needed >> 20) + " MiB, " +
                  std::to_string(free_bytes >> 20) + " MiB free";

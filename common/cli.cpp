@@ -2,12 +2,15 @@
 #include "cli.h"
 
 #include <iostream>
+#include <limits>
 
 namespace workbook {
 
 void add_common_options(CLI::App& app, CommonOptions& options, DeviceFlag device) {
   if (device == DeviceFlag::kIndex) {
-    app.add_option("--device", options.device, "CUDA device index (as in torch.device('cuda', N))")
+    app.add_option_function<std::string>(
+           "--device", [&options](const std::string& text) { options.device = parse_device(text).index; },
+           "CUDA device: N, cuda or cuda:N (as torch.device('cuda', N); default 0)")
         ->type_name("N");
   }
   app.add_option_function<std::string>(
@@ -31,6 +34,9 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
     // CLI11's own exit codes (105, 109, ...) would read as crashes; every usage error is 2.
     std::cerr << "error: " << e.what() << " (see " << app.get_name() << " --help)\n";
     return kExitUsage;
+  } catch (const UsageError& e) {  // from a flag's own parser (sizes, --device)
+    std::cerr << "error: " << e.what() << " (see " << app.get_name() << " --help)\n";
+    return kExitUsage;
   }
   return std::nullopt;
 }
@@ -42,6 +48,90 @@ std::vector<std::string> split_commas(const std::string& text) {
   while (std::getline(s, part, ',')) parts.push_back(part);
   if (!text.empty() && text.back() == ',') parts.emplace_back();
   return parts;
+}
+
+std::vector<std::string> list_items(const std::string& flag, const std::string& text) {
+  const std::vector<std::string> items = split_commas(text);
+  if (items.empty()) throw UsageError(flag + " needs at least one value");
+  for (const std::string& item : items) {
+    if (item.empty()) throw UsageError(flag + ": '" + text + "' has an empty item (use e.g. 1,2,4)");
+  }
+  return items;
+}
+
+std::optional<std::int64_t> parse_size(const std::string& text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || digits + 1 < text.size()) return std::nullopt;
+  std::int64_t scale = 1;
+  if (digits < text.size()) {
+    switch (text[digits]) {
+      case 'K': case 'k': scale = 1'000; break;
+      case 'M': case 'm': scale = 1'000'000; break;
+      case 'G': case 'g': scale = 1'000'000'000; break;
+      default: return std::nullopt;
+    }
+  }
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  std::int64_t value = 0;
+  for (std::size_t i = 0; i < digits; ++i) {
+    const int digit = text[i] - '0';
+    if (value > (kMax - digit) / 10) return std::nullopt;
+    value = value * 10 + digit;
+  }
+  if (value > kMax / scale) return std::nullopt;
+  return value * scale;
+}
+
+std::int64_t size_value(const std::string& flag, const std::string& text) {
+  const auto value = parse_size(text);
+  if (!value) {
+    throw UsageError(flag + ": '" + text + "' is not a size (use digits with an optional K, M or G: 5000, 50K, 5M)");
+  }
+  return *value;
+}
+
+std::vector<std::int64_t> parse_size_list(const std::string& flag, const std::string& text, std::int64_t minimum,
+                                          std::int64_t maximum) {
+  std::vector<std::int64_t> values;
+  for (const std::string& item : list_items(flag, text)) {
+    const std::int64_t value = size_value(flag, item);
+    require_at_least(flag.c_str(), value, minimum);
+    require_at_most(flag.c_str(), value, maximum);
+    values.push_back(value);
+  }
+  return values;
+}
+
+std::vector<int> parse_int_list(const std::string& flag, const std::string& text, int minimum, int maximum) {
+  std::vector<int> values;
+  for (const std::string& item : list_items(flag, text)) {
+    const bool digits_only = item.find_first_not_of("0123456789") == std::string::npos;
+    const auto value = digits_only ? parse_size(item) : std::nullopt;
+    if (!value) throw UsageError(flag + ": '" + item + "' is not a whole number (use e.g. 1,2,4)");
+    require_at_least(flag.c_str(), *value, minimum);
+    require_at_most(flag.c_str(), *value, maximum);
+    values.push_back(static_cast<int>(*value));
+  }
+  return values;
+}
+
+DeviceChoice parse_device(const std::string& text, CpuDevice cpu) {
+  DeviceChoice d;
+  if (cpu == CpuDevice::kAllowed && text == "cpu") {
+    d.cpu = true;
+    return d;
+  }
+  if (text == "cuda") return d;
+  const std::string index = text.rfind("cuda:", 0) == 0 ? text.substr(5) : text;
+  const bool digits_only = !index.empty() && index.size() <= 9 &&
+                           index.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits_only) {
+    throw UsageError(std::string("--device must be ") + (cpu == CpuDevice::kAllowed ? "cpu, " : "") +
+                     "N, cuda or cuda:N (e.g. 0 or cuda:1), got '" + text + "'");
+  }
+  d.index = std::stoi(index);
+  return d;
 }
 
 void require_positive(const char* flag, double value) {

@@ -6,6 +6,12 @@
 //   app.add_option("--repeats", repeats, "timed repeats per size");
 //   if (auto code = workbook::parse_command_line(app, argc, argv)) return *code;
 //   workbook::require_at_least("--repeats", repeats, 1);  // "--repeats must be at least 1, got 0"
+//   workbook::add_size_option(app, "--points", points, "number of points"); // 5000, 50K, 5M or 2G
+//   auto streams = workbook::parse_int_list("--streams", "1,2,4", 1, 64);   // "1,,2" is refused
+//
+// One syntax for every size (points, elements, bytes, MiB): digits with an optional K, M or G
+// suffix, either case, meaning 1e3, 1e6 and 1e9 (decimal, as in "5M points"). One syntax for
+// every --device: N, cuda (device 0) or cuda:N, as torch.device spells it.
 #pragma once
 
 #include "exit_codes.h"
@@ -13,6 +19,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -22,7 +30,7 @@
 namespace workbook {
 
 struct CommonOptions {
-  int device = 0;
+  int device = 0;                   // --device N, cuda or cuda:N
   std::optional<std::string> json;  // set by --json; "-" means stdout
   bool quick = false;               // small sizes and few repeats, for the tests
 };
@@ -61,5 +69,53 @@ void require_positive(const char* flag, double value);
 // The parts of a comma list flag ("1,2,4"), empty ones kept ("1,,2" and "1," have an empty part),
 // so that the caller can refuse them with the flag's name.
 std::vector<std::string> split_commas(const std::string& text);
+
+// The items of a list flag: split_commas, refusing an empty list and an empty item ("1,,2",
+// ",1", "1,") with a UsageError naming the flag.
+std::vector<std::string> list_items(const std::string& flag, const std::string& text);
+
+// A size: "5000", "50K", "5M", "2G" (K, M, G in either case: 1e3, 1e6, 1e9). nullopt for anything
+// else (empty, a sign, a decimal point, spaces, another suffix) and above the int64 range.
+std::optional<std::int64_t> parse_size(const std::string& text);
+
+// parse_size for a flag's value: throws UsageError "--points: '5X' is not a size (...)".
+std::int64_t size_value(const std::string& flag, const std::string& text);
+
+// Lists of sizes ("500,5K,5M") and of plain whole numbers ("1,2,4"), every item within
+// [minimum, maximum]; UsageError naming the flag and the item otherwise.
+std::vector<std::int64_t> parse_size_list(const std::string& flag, const std::string& text, std::int64_t minimum,
+                                          std::int64_t maximum);
+std::vector<int> parse_int_list(const std::string& flag, const std::string& text, int minimum, int maximum);
+
+// A size flag: the value goes through size_value into `target` (any integer type). The flag is
+// counted as usual (app.count(name)), so --quick defaults still yield to it.
+template <class T>
+CLI::Option* add_size_option(CLI::App& app, const std::string& name, T& target, const std::string& description) {
+  static_assert(std::is_integral_v<T>, "a size option holds an integer");
+  return app
+      .add_option_function<std::string>(
+          name,
+          [name, &target](const std::string& text) {
+            const std::int64_t value = size_value(name, text);
+            if (static_cast<std::uint64_t>(value) > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) {
+              throw UsageError(name + " must be at most " + std::to_string(std::numeric_limits<T>::max()) +
+                               ", got " + text);
+            }
+            target = static_cast<T>(value);
+          },
+          description)
+      ->type_name("SIZE");
+}
+
+// --device: "N", "cuda" (device 0) or "cuda:N", as torch.device takes them; with CpuDevice::kAllowed
+// also "cpu". Anything else (a sign, spaces, "gpu", "cuda:") is a UsageError naming the flag.
+// Whether device N exists is asked later, of the runtime (use_device in gpu_probe.h).
+enum class CpuDevice { kRefused, kAllowed };
+struct DeviceChoice {
+  bool cpu = false;
+  int index = 0;
+  std::string name() const { return cpu ? "cpu" : "cuda:" + std::to_string(index); }
+};
+DeviceChoice parse_device(const std::string& text, CpuDevice cpu = CpuDevice::kRefused);
 
 }  // namespace workbook

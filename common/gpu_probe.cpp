@@ -53,22 +53,29 @@ GpuAvailability probe_gpus() {
   return a;
 }
 
+std::string missing_device_message(int index, const std::vector<std::string>& names) {
+  std::string devices;
+  for (std::size_t d = 0; d < names.size(); ++d) {
+    devices += (d ? ", " : "") + std::to_string(d) + " (" + names[d] + ")";
+  }
+  return "--device " + std::to_string(index) + ": " + cudaGetErrorName(cudaErrorInvalidDevice) + ": " +
+         cudaGetErrorString(cudaErrorInvalidDevice) + "; this machine has " + std::to_string(names.size()) +
+         (names.size() == 1 ? " device: " : " devices: ") + devices;
+}
+
 void use_device(int index) {
   const GpuAvailability gpus = probe_gpus();
   if (!gpus.available()) throw NoGpuError(gpus.reason);
   const cudaError_t status = cudaSetDevice(index);
   if (status == cudaErrorInvalidDevice) {
     (void)cudaGetLastError();
-    std::string devices;
+    std::vector<std::string> names;
     for (int d = 0; d < gpus.device_count; ++d) {
       cudaDeviceProp prop{};
       CUDA_CHECK(cudaGetDeviceProperties(&prop, d));
-      devices += (d ? ", " : "") + std::to_string(d) + " (" + prop.name + ")";
+      names.emplace_back(prop.name);
     }
-    throw UsageError("--device " + std::to_string(index) + ": " + cudaGetErrorName(status) + ": " +
-                     cudaGetErrorString(status) + "; this machine has " +
-                     std::to_string(gpus.device_count) +
-                     (gpus.device_count == 1 ? " device: " : " devices: ") + devices);
+    throw UsageError(missing_device_message(index, names));
   }
   CUDA_CHECK(status);
 }

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <string>
+#include <vector>
 
 namespace workbook {
 
@@ -29,9 +30,16 @@ std::string explain_no_gpu(cudaError_t status, int driver_version, int runtime_v
 // 13000 -> "13.0", 12040 -> "12.4" (the encoding of cudaDriverGetVersion and friends).
 std::string format_cuda_version(int version);
 
-// Makes `index` the current device. Throws NoGpuError when there is no GPU at all and UsageError
-// naming the devices that do exist when `index` is not one of them (the runtime's own answer to
-// cudaSetDevice with a bad index is cudaErrorInvalidDevice, "invalid device ordinal").
+// Makes `index` the current device. The rule every program keeps for --device:
+//   no usable GPU at all               NoGpuError (exit 77) with the reason
+//   GPUs, but `index` is not one       UsageError (exit 2) naming the devices that exist
+// (the runtime's own answer to cudaSetDevice with a bad index is cudaErrorInvalidDevice,
+// "invalid device ordinal"). A malformed --device never gets here: the flag's parser refuses it.
 void use_device(int index);
+
+// The UsageError text of use_device for a missing index, from the names of the devices that do
+// exist: "--device 5: cudaErrorInvalidDevice: invalid device ordinal; this machine has 1 device:
+// 0 (NVIDIA H200)". Pure, so testable without a GPU.
+std::string missing_device_message(int index, const std::vector<std::string>& names);
 
 }  // namespace workbook

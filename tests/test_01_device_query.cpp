@@ -66,6 +66,28 @@ TEST_CASE("bad flags are refused with one line and exit 2") {
   }
 }
 
+TEST_CASE("a malformed device flag is usage: exit 2 with one line, before any CUDA call") {
+  for (const char* device : {"gpu", "cuda:", "-1", "1.5", "cuda:x", ""}) {
+    const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--device", device});
+    CAPTURE(device, r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, StartsWith("error: --device must be N, cuda or cuda:N"));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("no GPU with a device flag is still the answer: exit 0 and 'CUDA available: no'") {
+  for (const char* device : {"0", "5", "cuda", "cuda:0", "cuda:3"}) {
+    const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--device", device}, {{"CUDA_VISIBLE_DEVICES", ""}});
+    CAPTURE(device, r.out, r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, ContainsSubstring("CUDA available: no ("));
+    CHECK(workbook::testing::last_line(r.out) == "PASS");
+    CHECK(r.err.empty());
+  }
+}
+
 TEST_CASE("the --help flag exits 0 and lists the flags") {
   const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--help"});
   CHECK(r.exit_code == 0);
@@ -74,7 +96,7 @@ TEST_CASE("the --help flag exits 0 and lists the flags") {
 
 TEST_CASE("a device index that does not exist exits 2 naming the devices that do", "[gpu]") {
   workbook::testing::require_gpus(1);
-  for (const char* index : {"999", "-1"}) {
+  for (const char* index : {"999", "cuda:999"}) {
     const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--device", index});
     CAPTURE(index, r.err);
     CHECK(r.exit_code == 2);

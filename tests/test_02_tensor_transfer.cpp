@@ -215,7 +215,13 @@ TEST_CASE("the program refuses bad flags with one line and exit code 2, before t
       {{"--repeats", "0"}, "--repeats must be at least 1, got 0"},
       {{"--max-mib", "100"}, "--max-mib must be a power of two, got 100"},
       {{"--max-mib", "2048"}, "--max-mib must be at most 1024, got 2048"},
-      {{"--device", "-1"}, "--device must be at least 0, got -1"},
+      {{"--device", "-1"}, "--device must be N, cuda or cuda:N (e.g. 0 or cuda:1), got '-1'"},
+      {{"--device", "cuda:"}, "--device must be N, cuda or cuda:N"},
+      {{"--device", "cpu"}, "--device must be N, cuda or cuda:N"},
+      {{"--max-mib", "64X"}, "--max-mib: '64X' is not a size"},
+      {{"--max-mib", "1K"}, "--max-mib must be a power of two, got 1000"},
+      {{"--random-mib", "5K"}, "--random-mib must be at most 4096, got 5000"},
+      {{"--random-mib", "1.5"}, "--random-mib: '1.5' is not a size"},
       {{"--spin-ms", "0"}, "--spin-ms must be a finite number greater than 0, got 0"},
       {{"--random-mib", "0"}, "--random-mib must be at least 1, got 0"},
       {{"--bogus"}, "--bogus"},
@@ -232,6 +238,21 @@ TEST_CASE("the program refuses bad flags with one line and exit code 2, before t
   const ProgramResult help = run_program({WORKBOOK_PROGRAM, "--help"});
   CHECK(help.exit_code == 0);
   CHECK_THAT(help.out, ContainsSubstring("--max-mib") && ContainsSubstring("--quick"));
+}
+
+TEST_CASE("accepted sizes and device forms reach the GPU check: exit 77 without a GPU") {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--quick", "--device", "cuda:0"}, {"--quick", "--device", "cuda"},
+        {"--quick", "--device", "5"}, {"--quick", "--random-mib", "1K"}, {"--quick", "--max-mib", "128"}}) {
+    std::vector<std::string> argv{WORKBOOK_PROGRAM};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProgramResult r = run_program(argv, {{"CUDA_VISIBLE_DEVICES", ""}});
+    CAPTURE(args, r.err);
+    CHECK(r.exit_code == 77);
+    CHECK_THAT(r.err, StartsWith("tensor_transfer needs a CUDA GPU: "));
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.out.empty());
+  }
 }
 
 // ---------------------------------------------------------------------------------- gpu

@@ -183,7 +183,17 @@ TEST_CASE("flags: bad values exit 2 with a one-line reason, before any CUDA call
       {{"--trace-streams", "0"}, "--trace-streams must be at least 1, got 0"},
       {{"--producer-delay-us", "0"}, "--producer-delay-us must be at least 1, got 0"},
       {{"--chunks", "4096", "--chunk-elements", "1000000"}, "must be at most"},
-      {{"--streams", "two"}, "--streams"},
+      {{"--streams", "two"}, "--streams: 'two' is not a whole number"},
+      {{"--streams", "1,,2"}, "--streams: '1,,2' has an empty item"},
+      {{"--streams", ",1"}, "--streams: ',1' has an empty item"},
+      {{"--streams", "1,"}, "--streams: '1,' has an empty item"},
+      {{"--streams", ""}, "--streams needs at least one value"},
+      {{"--streams", "2K"}, "--streams: '2K' is not a whole number"},
+      {{"--chunk-elements", "1X"}, "--chunk-elements: '1X' is not a size"},
+      {{"--chunk-elements", "1G"}, "--chunk-elements must be at most 268435456, got 1000000000"},
+      {{"--trace-streams", "2"}, "--trace-streams needs --trace FILE"},
+      {{"--trace", ""}, "--trace needs a file name"},
+      {{"--device", "cuda:x"}, "--device must be N, cuda or cuda:N"},
       {{"--no-such-flag"}, "--no-such-flag"},
   }));
   std::vector<std::string> argv{WORKBOOK_PROGRAM};
@@ -192,6 +202,20 @@ TEST_CASE("flags: bad values exit 2 with a one-line reason, before any CUDA call
   const ProgramResult r = run_program(argv);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, ContainsSubstring(message));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+TEST_CASE("flags: K and M sizes and every device form are accepted; without a GPU that is exit 77") {
+  const auto args = GENERATE(as<std::vector<std::string>>{}, std::vector<std::string>{"--chunk-elements", "64K"},
+                             std::vector<std::string>{"--chunk-elements", "1M", "--chunks", "8"},
+                             std::vector<std::string>{"--streams", "1,2", "--device", "cuda:0"},
+                             std::vector<std::string>{"--device", "cuda"}, std::vector<std::string>{"--device", "3"});
+  std::vector<std::string> argv{WORKBOOK_PROGRAM, "--quick"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CAPTURE(argv);
+  const ProgramResult r = run_program(argv, {{"CUDA_VISIBLE_DEVICES", ""}});
+  CHECK(r.exit_code == 77);
+  CHECK_THAT(r.err, StartsWith("streams_events needs a CUDA GPU: "));
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }
 

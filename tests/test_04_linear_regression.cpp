@@ -178,7 +178,9 @@ TEST_CASE("program --device cpu: PASS, JSON with the PyTorch script's fields") {
 TEST_CASE("program: bad input is one line and exit 2, divergence is exit 1 without NaN") {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--points", "1"}, {"--epochs", "0"}, {"--lr", "0"}, {"--lr", "-1"}, {"--lr", "nan"},
-        {"--lr", "inf"}, {"--noise", "-1"}, {"--device", "gpu"}, {"--points", "x"}}) {
+        {"--lr", "inf"}, {"--noise", "-1"}, {"--device", "gpu"}, {"--points", "x"}, {"--points", "50X"},
+        {"--points", "5.5M"}, {"--points", "-5"}, {"--device", "cuda:"}, {"--device", "-1"}, {"--device", "CPU"},
+        {"--device", "0x1"}}) {
     std::vector<std::string> argv{WORKBOOK_PROGRAM};
     argv.insert(argv.end(), args.begin(), args.end());
     const ProgramResult r = run_program(argv);
@@ -200,6 +202,24 @@ TEST_CASE("program without a usable GPU exits 77 with one line") {
   CHECK(r.exit_code == 77);
   CHECK(r.out.empty());
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+TEST_CASE("program: the device flag takes N, cuda and cuda:N as every chapter does, and cpu") {
+  for (const char* device : {"0", "3", "cuda", "cuda:0", "cuda:3"}) {
+    const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick", "--device", device, "--points", "50K"},
+                                        {{"CUDA_VISIBLE_DEVICES", ""}});
+    CAPTURE(device, r.err);
+    CHECK(r.exit_code == 77);
+    CHECK_THAT(r.err, StartsWith("linear_regression needs a CUDA GPU: "));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  const ProgramResult gpu = run_program({WORKBOOK_PROGRAM, "--device", "gpu"});
+  CHECK_THAT(gpu.err, StartsWith("error: --device must be cpu, N, cuda or cuda:N (e.g. 0 or cuda:1), got 'gpu'"));
+  const std::string json = temp_path("cpu_50k.json");
+  const ProgramResult cpu = run_program({WORKBOOK_PROGRAM, "--device", "cpu", "--quick", "--points", "30K", "--json", json});
+  CHECK(cpu.exit_code == 0);
+  CHECK(read_json(json)["points"] == 30'000);
+  CHECK(read_json(json)["device"] == "cpu");
 }
 
 TEST_CASE("GPU training matches the reference and the host data at boundary sizes", "[gpu]") {
@@ -269,14 +289,24 @@ TEST_CASE("program on the GPU: PASS, divergence, out-of-memory and bad index", "
   CHECK_THAT(diverged.out, ContainsSubstring("diverged at epoch"));
   CHECK_FALSE(Catch::Matchers::ContainsSubstring("nan").match(diverged.out));
 
-  const ProgramResult huge = run_program({WORKBOOK_PROGRAM, "--points", "100000000000"});
-  CAPTURE(huge.err);
-  CHECK(huge.exit_code == 1);
-  CHECK_THAT(huge.err, ContainsSubstring("needs") && ContainsSubstring("MiB are free"));
-  CHECK(std::count(huge.err.begin(), huge.err.end(), '\n') == 1);
+  for (const char* points : {"100000000000", "100G", "9223372036854775807"}) {  // the last overflows a byte count
+    const ProgramResult huge = run_program({WORKBOOK_PROGRAM, "--points", points});
+    CAPTURE(points, huge.err);
+    CHECK(huge.exit_code == 1);
+    CHECK_THAT(huge.err, StartsWith("error: --points ") && ContainsSubstring(" needs ") &&
+                             ContainsSubstring("MiB are free on device 0"));
+    CHECK_FALSE(ContainsSubstring(".cu:").match(huge.err));
+    CHECK(std::count(huge.err.begin(), huge.err.end(), '\n') == 1);
+    CHECK(huge.out.empty());
+  }
 
-  const ProgramResult bad = run_program({WORKBOOK_PROGRAM, "--device", "cuda:99", "--quick"});
-  CHECK(bad.exit_code == 2);
+  for (const char* index : {"cuda:99", "99"}) {
+    const ProgramResult bad = run_program({WORKBOOK_PROGRAM, "--device", index, "--quick"});
+    CAPTURE(index, bad.err);
+    CHECK(bad.exit_code == 2);
+    CHECK_THAT(bad.err, StartsWith("error: --device 99: cudaErrorInvalidDevice: invalid device ordinal; this machine has "));
+    CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+  }
 }
 
 TEST_CASE("the CUDA run and PyTorch on the same GPU agree on w and b", "[pytorch]") {

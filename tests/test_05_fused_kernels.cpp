@@ -64,7 +64,8 @@ TEST_CASE("sweep sizes: K and M suffixes, one-line refusals naming --sizes") {
   CHECK(parse_sizes("500,5K,5M,100M") == std::vector<std::int64_t>{500, 5'000, 5'000'000, 100'000'000});
   CHECK(parse_sizes("2") == std::vector<std::int64_t>{2});
   CHECK(parse_sizes("1025,50k") == std::vector<std::int64_t>{1025, 50'000});
-  for (const char* bad : {"", "1", "0", "-5", "5X", "5K,", ",5", "abc", "3G", "5000000000", "1e6"}) {
+  CHECK(parse_sizes("2G") == std::vector<std::int64_t>{2'000'000'000});
+  for (const char* bad : {"", "1", "0", "-5", "5X", "5K,", ",5", "5K,,5M", ",", "abc", "3G", "5000000000", "1e6"}) {
     CAPTURE(bad);
     CHECK_THAT(refusal([&] { parse_sizes(bad); }), StartsWith("--sizes"));
   }
@@ -227,7 +228,10 @@ TEST_CASE("program: --help, bad input is one line and exit 2, no GPU is exit 77"
        {std::vector<std::string>{"--variant", "8"}, {"--variant", "0"}, {"--sweep", "--sizes", "1"},
         {"--sweep", "--sizes", "5Q"}, {"--repeats", "0"}, {"--copy-mib", "0"}, {"--points", "1"}, {"--lr", "nan"},
         {"--epochs", "0"}, {"--sizes", "5K"}, {"--bogus"}, {"--trace"}, {"--trace", ""},
-        {"--trace", "t.json", "--variant", "5,7"}, {"--sweep", "--trace", "t.json"}}) {
+        {"--trace", "t.json", "--variant", "5,7"}, {"--sweep", "--trace", "t.json"}, {"--points", "50X"},
+        {"--points", "5e6"}, {"--sweep", "--sizes", "1,,2"}, {"--sweep", "--sizes", ",5K"},
+        {"--sweep", "--sizes", "5K,"}, {"--variant", "1,,4"}, {"--variant", "4,"}, {"--copy-mib", "1X"},
+        {"--copy-mib", "17K"}, {"--sweep", "--points", "5M"}, {"--device", "cuda:"}, {"--device", "cpu"}}) {
     std::vector<std::string> argv{WORKBOOK_PROGRAM};
     argv.insert(argv.end(), args.begin(), args.end());
     const ProgramResult r = run_program(argv);
@@ -239,6 +243,20 @@ TEST_CASE("program: --help, bad input is one line and exit 2, no GPU is exit 77"
   const ProgramResult none = run_program({WORKBOOK_PROGRAM, "--quick"}, {{"CUDA_VISIBLE_DEVICES", ""}});
   CHECK(none.exit_code == 77);
   CHECK(std::count(none.err.begin(), none.err.end(), '\n') == 1);
+}
+
+TEST_CASE("program: the README's sizes (50K, 5M) and every device form are accepted; no GPU is exit 77") {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--points", "50K"}, {"--points", "5M", "--variant", "4"}, {"--device", "cuda:0"},
+        {"--device", "cuda"}, {"--device", "2"}, {"--copy-mib", "1K"}, {"--sweep", "--sizes", "500,5K,2"}}) {
+    std::vector<std::string> argv{WORKBOOK_PROGRAM, "--quick"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProgramResult r = run_program(argv, {{"CUDA_VISIBLE_DEVICES", ""}});
+    CAPTURE(args, r.err);
+    CHECK(r.exit_code == 77);
+    CHECK_THAT(r.err, StartsWith("fused_kernels needs a CUDA GPU: "));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
 }
 
 TEST_CASE("every variant matches the reference at boundary sizes; 3-7 rerun bit-identically", "[gpu]") {
@@ -338,6 +356,17 @@ TEST_CASE("program on the GPU: single mode and sweep, PASS with JSON and CSV", "
 
   const ProgramResult bad = run_program({WORKBOOK_PROGRAM, "--device", "99", "--quick"});
   CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, StartsWith("error: --device 99: cudaErrorInvalidDevice: invalid device ordinal; this machine has "));
+  CHECK(run_program({WORKBOOK_PROGRAM, "--device", "cuda:99", "--quick"}).exit_code == 2);
+
+  // More points than the GPU holds: one line before any allocation, not a cudaMalloc error.
+  const ProgramResult huge = run_program({WORKBOOK_PROGRAM, "--points", "100G", "--variant", "4"});
+  CAPTURE(huge.err);
+  CHECK(huge.exit_code == 1);
+  CHECK_THAT(huge.err, StartsWith("error: --points 100000000000 with --copy-mib 1024 needs ") &&
+                           ContainsSubstring("MiB are free on device 0"));
+  CHECK_FALSE(ContainsSubstring(".cu:").match(huge.err));
+  CHECK(std::count(huge.err.begin(), huge.err.end(), '\n') == 1);
 }
 
 TEST_CASE("program --trace: a Chrome trace with one event per recorded op, variant 6 joined before its update",

@@ -38,9 +38,11 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using Catch::Matchers::ContainsSubstring;
+using Catch::Matchers::StartsWith;
 using namespace workbook;
 using namespace workbook::multi_gpu;
 using namespace workbook::testing;
@@ -391,13 +393,31 @@ TEST_CASE("list flags: counts and point sizes, refused with the flag's name") {
   CHECK(parse_point_list("5M,100M", "--strong") == std::vector<std::int64_t>{5'000'000, 100'000'000});
   CHECK(usable_gpu_counts({1, 2, 4}, 2) == std::vector<int>{1, 2});
   CHECK(usable_gpu_counts({4, 4, 1}, 8) == std::vector<int>{4, 1});
-  for (const char* bad : {"", "0", "1,,2", "x", "2K"}) {
+  CHECK(parse_point_list("200K,2G", "--weak") == std::vector<std::int64_t>{200'000, 2'000'000'000});
+  for (const char* bad : {"", "0", "1,,2", ",1", "1,", "x", "2K", "1025"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS(parse_int_list(bad, "--gpu-counts"), UsageError);
   }
-  CHECK_THROWS_AS(parse_point_list("1", "--weak"), UsageError);
+  for (const char* bad : {"1", "5M,,100M", ",5M", "5M,", "5X", "3G"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH(parse_point_list(bad, "--weak"), StartsWith("--weak"));
+  }
   CHECK(std::fabs(weak_efficiency(100.0, 105.0) - 100.0 / 105.0) < 1e-12);
   CHECK(std::fabs(strong_efficiency(100.0, 30.0, 4) - 100.0 / 120.0) < 1e-12);
+}
+
+TEST_CASE("ddp flags: --fail-rank names a rank, --nproc fits --gpus, both only where ddp runs") {
+  CHECK_NOTHROW(check_ddp_flags(2, 0, 1, DdpRuns::kYes));
+  CHECK_NOTHROW(check_ddp_flags(0, 0, 7, DdpRuns::kYes));  // ranks = GPUs found: checked later
+  CHECK_NOTHROW(check_ddp_flags(0, 2, -1, DdpRuns::kNo));
+  CHECK_THROWS_WITH(check_ddp_flags(2, 0, 5, DdpRuns::kYes),
+                    "--fail-rank 5: rank 5 does not exist among 2 (ranks are 0 to 1)");
+  CHECK_THROWS_WITH(check_ddp_flags(0, 3, 3, DdpRuns::kYes), StartsWith("--fail-rank 3: rank 3 does not exist among 3"));
+  CHECK_THROWS_WITH(check_ddp_flags(4, 2, -1, DdpRuns::kYes), "--nproc 4 needs one GPU per rank, but --gpus is 2");
+  CHECK_THROWS_WITH(check_ddp_flags(0, 0, 1, DdpRuns::kNo), StartsWith("--nproc, --fail-rank and --fail-epoch are for ddp"));
+  CHECK_THROWS_WITH(check_ddp_flags(2, 0, -1, DdpRuns::kNo), StartsWith("--nproc, --fail-rank and --fail-epoch are for ddp"));
+  CHECK_THROWS_AS(require_rank_exists(1, 1), UsageError);
+  CHECK_NOTHROW(require_rank_exists(0, 1));
 }
 
 TEST_CASE("program: usage errors are exit 2 with a one-line reason") {
@@ -411,9 +431,55 @@ TEST_CASE("program: usage errors are exit 2 with a one-line reason") {
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, ContainsSubstring("error:"));
   }
+  // Each with the line it must print, all before any CUDA call (so the same without a GPU).
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"ddp", "--nproc", "2", "--fail-rank", "5", "--fail-epoch", "3"}, "rank 5 does not exist among 2"},
+      {{"--gpus", "2", "ddp", "--fail-rank", "2", "--fail-epoch", "3"}, "rank 2 does not exist among 2"},
+      {{"ddp", "--nproc", "4", "--gpus", "2"}, "--nproc 4 needs one GPU per rank, but --gpus is 2"},
+      {{"dp", "--fail-rank", "0", "--fail-epoch", "3"}, "are for ddp"},
+      {{"allreduce", "--nproc", "2"}, "are for ddp"},
+      {{"scaling", "--strong", "5M,,100M"}, "--strong: '5M,,100M' has an empty item"},
+      {{"--weak", ",100M"}, "--weak: ',100M' has an empty item"},
+      {{"--gpu-counts", "1,2,"}, "--gpu-counts: '1,2,' has an empty item"},
+      {{"--gpu-counts", "1,2K"}, "--gpu-counts: '2K' is not a whole number"},
+      {{"dp", "--points", "5X"}, "--points: '5X' is not a size"},
+      {{"--max-bytes", "1X"}, "--max-bytes: '1X' is not a size"},
+      {{"--max-bytes", "9G"}, "--max-bytes must be at most 8589934592, got 9000000000"},
+      {{"--min-bytes", "2K", "--max-bytes", "1K"}, "--max-bytes must be at least 2000, got 1000"},
+      {{"--reference-max", "1Q"}, "--reference-max: '1Q' is not a size"},
+      {{"--copy-mib", "-1"}, "--copy-mib: '-1' is not a size"},
+      {{"--device", "gpu"}, "--device must be N, cuda or cuda:N"},
+      {{"--device", "cuda:"}, "--device must be N, cuda or cuda:N"},
+  };
+  for (const auto& [args, message] : cases) {
+    std::vector<std::string> argv{WORKBOOK_PROGRAM};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProgramResult r = run_program(argv, {{"CUDA_VISIBLE_DEVICES", ""}});
+    CAPTURE(args, r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, StartsWith("error: ") && ContainsSubstring(message));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.out.empty());
+  }
   const ProgramResult help = run_program({WORKBOOK_PROGRAM, "--help"});
   CHECK(help.exit_code == 0);
   CHECK_THAT(help.out, ContainsSubstring("ddp"));
+}
+
+TEST_CASE("program: sizes with K, M and G and every device form are accepted; no GPU is exit 77") {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"dp", "--points", "50K"}, {"allreduce", "--min-bytes", "4K", "--max-bytes", "1M"},
+           {"topology", "--copy-mib", "1K"}, {"scaling", "--strong", "200K,2M", "--weak", "1M"},
+           {"--device", "cuda:0"}, {"--device", "cuda"}, {"--device", "1", "dp"},
+           {"ddp", "--nproc", "2", "--fail-rank", "1", "--fail-epoch", "3"}, {"--reference-max", "1G"}}) {
+    std::vector<std::string> argv{WORKBOOK_PROGRAM, "--quick"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProgramResult r = run_program(argv, {{"CUDA_VISIBLE_DEVICES", ""}});
+    CAPTURE(args, r.err);
+    CHECK(r.exit_code == 77);
+    CHECK_THAT(r.err, StartsWith("multi_gpu needs a CUDA GPU: "));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
 }
 
 TEST_CASE("program: more ranks than GPUs is exit 77 with the reason") {
@@ -438,6 +504,35 @@ TEST_CASE("one rank: the whole program passes", "[gpu]") {
   require_training_passed(j["dp"], 1);
   require_training_passed(j["ddp"], 1);
   CHECK(j["allreduce"]["wrong"] == 0);
+}
+
+TEST_CASE("more points or bytes than a GPU holds: one line naming the flag, exit 1, before allocating", "[gpu]") {
+  require_gpus(1);
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"dp", "--gpus", "1", "--points", "60000000000"}, {"ddp", "--nproc", "1", "--points", "60G"},
+           {"topology", "--gpus", "1", "--copy-mib", "1000000"}}) {
+    std::vector<std::string> argv{WORKBOOK_PROGRAM};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProgramResult r = run_program(argv);
+    CAPTURE(args, r.err);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, StartsWith("error: --") && ContainsSubstring(" needs ") &&
+                          ContainsSubstring(" MiB of GPU memory, but only ") && ContainsSubstring("are free on device 0"));
+    CHECK_FALSE(ContainsSubstring(".cu:").match(r.err));
+    CHECK_FALSE(ContainsSubstring(".cpp:").match(r.err));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+}
+
+TEST_CASE("a device index that does not exist is exit 2 naming the devices that do", "[gpu]") {
+  require_gpus(1);
+  for (const char* index : {"99", "cuda:99"}) {
+    const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick", "--device", index});
+    CAPTURE(index, r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, StartsWith("error: --device 99: cudaErrorInvalidDevice: invalid device ordinal; this machine has "));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
 }
 
 TEST_CASE("ddp --json: stdout is one JSON object (the ranks' reports go to stderr)", "[gpu]") {

@@ -7,6 +7,7 @@
 #include "curand_generator.h"
 #include "device_buffer.h"
 #include "event_timer.h"
+#include "gpu_memory.h"
 #include "gpu_probe.h"
 #include "gpu_support.h"
 #include "program.h"
@@ -26,6 +27,7 @@
 #include <vector>
 
 using Catch::Matchers::ContainsSubstring;
+using Catch::Matchers::EndsWith;
 using Catch::Matchers::StartsWith;
 using namespace workbook;
 using namespace workbook::testing;
@@ -228,6 +230,132 @@ TEST_CASE("common flags parse, and bad ones map to exit code 2") {
     CHECK_THAT(captured.err.str(), StartsWith("error: ") && ContainsSubstring("--bogus"));
   }
   SECTION("a value that is not a number exits 2") { CHECK(parse(app, {"--device", "x"}) == kExitUsage); }
+  SECTION("--device takes N, cuda and cuda:N") {
+    CHECK_FALSE(parse(app, {"--device", "cuda:3"}).has_value());
+    CHECK(options.device == 3);
+    CHECK_FALSE(parse(app, {"--device", "cuda"}).has_value());
+    CHECK(options.device == 0);
+  }
+  SECTION("a malformed --device exits 2 with one line naming the forms") {
+    CHECK(parse(app, {"--device", "cuda:"}) == kExitUsage);
+    const std::string err = captured.err.str();
+    CHECK_THAT(err, StartsWith("error: --device must be N, cuda or cuda:N") && ContainsSubstring("got 'cuda:'"));
+    CHECK(std::count(err.begin(), err.end(), '\n') == 1);
+  }
+}
+
+TEST_CASE("a size option takes K, M and G and refuses anything else with one line") {
+  CLI::App app{"test"};
+  std::int64_t points = 7;
+  int mib = 1;
+  add_size_option(app, "--points", points, "points");
+  add_size_option(app, "--mib", mib, "MiB");
+  CapturedStreams captured;
+  CHECK_FALSE(parse(app, {"--points", "50K", "--mib", "64"}).has_value());
+  CHECK(points == 50'000);
+  CHECK(mib == 64);
+  CHECK(app.count("--points") == 1);
+  CHECK(parse(app, {"--points", "5X"}) == kExitUsage);
+  CHECK_THAT(captured.err.str(), StartsWith("error: --points: '5X' is not a size"));
+  CHECK(parse(app, {"--mib", "3G"}) == kExitUsage);  // 3e9 does not fit an int
+  CHECK_THAT(captured.err.str(), ContainsSubstring("--mib must be at most 2147483647, got 3G"));
+}
+
+TEST_CASE("sizes: digits with an optional K, M or G, decimal, and nothing else") {
+  CHECK(parse_size("0") == 0);
+  CHECK(parse_size("5000") == 5'000);
+  CHECK(parse_size("50K") == 50'000);
+  CHECK(parse_size("50k") == 50'000);
+  CHECK(parse_size("5M") == 5'000'000);
+  CHECK(parse_size("2G") == 2'000'000'000);
+  CHECK(parse_size("60g") == 60'000'000'000);
+  CHECK(parse_size("007") == 7);  // decimal, not octal
+  CHECK(parse_size("9223372036854775807") == INT64_MAX);
+  for (const char* bad : {"", "K", "-1", "+5", "5.5M", "5e6", "0x10", " 5", "5 ", "5KB", "5T", "5MM", "1,000",
+                          "9223372036854775808", "9223372036854775807K", "10000000000G"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(parse_size(bad).has_value());
+  }
+  CHECK_THROWS_WITH(size_value("--points", "50X"),
+                    "--points: '50X' is not a size (use digits with an optional K, M or G: 5000, 50K, 5M)");
+}
+
+TEST_CASE("list flags refuse empty lists, empty items and items out of range, naming the flag") {
+  CHECK(list_items("--streams", "1,2,4") == std::vector<std::string>{"1", "2", "4"});
+  for (const char* bad : {"1,,2", ",1", "1,", ","}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH(list_items("--streams", bad), StartsWith("--streams: '") && ContainsSubstring("empty item"));
+  }
+  CHECK_THROWS_WITH(list_items("--streams", ""), "--streams needs at least one value");
+  CHECK(parse_size_list("--sizes", "500,5K,5M", 2, 2'000'000'000) == std::vector<std::int64_t>{500, 5'000, 5'000'000});
+  CHECK_THROWS_WITH(parse_size_list("--sizes", "5K,1", 2, 100), "--sizes must be at most 100, got 5000");
+  CHECK_THROWS_WITH(parse_size_list("--sizes", "1", 2, 100), "--sizes must be at least 2, got 1");
+  CHECK_THROWS_WITH(parse_size_list("--sizes", "5Q", 2, 100), StartsWith("--sizes: '5Q' is not a size"));
+  CHECK(parse_int_list("--streams", "1,2,8", 1, 64) == std::vector<int>{1, 2, 8});
+  CHECK_THROWS_WITH(parse_int_list("--streams", "1,2K", 1, 64), StartsWith("--streams: '2K' is not a whole number"));
+  CHECK_THROWS_WITH(parse_int_list("--streams", "1,0", 1, 64), "--streams must be at least 1, got 0");
+  CHECK_THROWS_WITH(parse_int_list("--streams", "1,,2", 1, 64), StartsWith("--streams: '1,,2' has an empty item"));
+}
+
+TEST_CASE("device flag forms: N, cuda, cuda:N, and cpu where a program runs on the CPU") {
+  CHECK(parse_device("0").index == 0);
+  CHECK(parse_device("7").index == 7);
+  CHECK(parse_device("cuda").index == 0);
+  CHECK(parse_device("cuda:2").index == 2);
+  CHECK(parse_device("cuda:2").name() == "cuda:2");
+  CHECK_FALSE(parse_device("cuda:2").cpu);
+  CHECK(parse_device("cpu", CpuDevice::kAllowed).cpu);
+  CHECK(parse_device("cpu", CpuDevice::kAllowed).name() == "cpu");
+  CHECK_THROWS_WITH(parse_device("cpu"), "--device must be N, cuda or cuda:N (e.g. 0 or cuda:1), got 'cpu'");
+  CHECK_THROWS_WITH(parse_device("gpu", CpuDevice::kAllowed),
+                    "--device must be cpu, N, cuda or cuda:N (e.g. 0 or cuda:1), got 'gpu'");
+  for (const char* bad : {"", "-1", "+1", "cuda:", "cuda:-1", "cuda:x", "cuda1", "CUDA:0", "1.0", " 1", "0x1",
+                          "cuda:1:2", "9999999999"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(parse_device(bad, CpuDevice::kAllowed), UsageError);
+  }
+}
+
+TEST_CASE("a device index that does not exist is named with the devices that do") {
+  CHECK(missing_device_message(5, {"NVIDIA H200"}) ==
+        "--device 5: cudaErrorInvalidDevice: invalid device ordinal; this machine has 1 device: 0 (NVIDIA H200)");
+  CHECK_THAT(missing_device_message(2, {"A", "B"}), EndsWith("this machine has 2 devices: 0 (A), 1 (B)"));
+}
+
+TEST_CASE("byte counts saturate instead of wrapping, and the memory line says what and how much") {
+  ByteCount need;
+  need.add(1'000, sizeof(float), 3).add(10, sizeof(double));
+  CHECK(need.bytes() == 12'080);
+  CHECK_FALSE(need.saturated());
+  need.add(-5, 4);  // nothing
+  CHECK(need.bytes() == 12'080);
+  ByteCount huge;
+  huge.add(INT64_MAX, sizeof(float), 2);
+  CHECK(huge.saturated());
+  CHECK(huge.bytes() == SIZE_MAX);
+  ByteCount sum(SIZE_MAX - 1);
+  CHECK(sum.add(ByteCount(2)).saturated());
+  CHECK(ByteCount(5).add(huge).saturated());
+
+  ByteCount run;
+  run.add(60'000'000'000, sizeof(float), 3);  // 720e9 bytes = 686645.5 MiB
+  CHECK(gpu_memory_shortfall("--points 60000000000", run, std::size_t{80'000} << 20, std::size_t{81'559} << 20, 1) ==
+        "--points 60000000000 needs 686645.5 MiB of GPU memory, but only 80000.0 MiB of 81559.0 MiB are free on "
+        "device 1");
+  CHECK_THAT(gpu_memory_shortfall("--points 9223372036854775807", huge, 0, 0, 0),
+             ContainsSubstring("needs more than 16 EiB (its byte count overflows 64 bits) of GPU memory"));
+}
+
+TEST_CASE("require_gpu_memory refuses what does not fit with one line, before any allocation", "[gpu]") {
+  require_gpus(1);
+  CUDA_CHECK(cudaSetDevice(0));
+  CHECK_NOTHROW(require_gpu_memory("a small buffer", ByteCount(1 << 20)));
+  ByteCount too_much;
+  too_much.add(1, std::size_t{1} << 50);  // 1 PiB
+  CHECK_THROWS_AS(require_gpu_memory("--points 1", too_much), GpuMemoryError);
+  CHECK_THROWS_WITH(require_gpu_memory("--points 1", too_much),
+                    StartsWith("--points 1 needs 1073741824.0 MiB of GPU memory, but only ") &&
+                        EndsWith(" are free on device 0"));
 }
 
 TEST_CASE("range checks say the flag, the limit and the value") {
