@@ -17,14 +17,16 @@ for dir in [0-9][0-9]_*/; do
   program=${chapter#[0-9][0-9]_}
   [[ -x $workbook_build_dir/$chapter/$program ]] || continue
   printf '\n===== %s =====\n' "$chapter"
+  started=$EPOCHREALTIME
   set +e
   "$workbook_build_dir/$chapter/$program" "$@"
   status=$?
   set -e
+  seconds=$(awk -v from="$started" -v to="$EPOCHREALTIME" 'BEGIN { printf "%.1f", to - from }')
   case $status in
-    0) ;;
+    0) echo "($chapter: passed in $seconds s)" ;;
     77) echo "($chapter skipped: no usable GPU)"; skipped+=("$chapter") ;;
-    *) failed+=("$chapter (exit $status)") ;;
+    *) echo "($chapter: exit $status after $seconds s)"; failed+=("$chapter (exit $status)") ;;
   esac
 done
 if ((${#failed[@]})); then
