@@ -68,8 +68,9 @@ __global__ void set_params_kernel(float* params) {
 // Variant 2: fusion without a reduction. Every point adds its three terms straight into global
 // totals with float atomicAdd: 3 atomics per point, all aimed at a few addresses, which the L2
 // must apply one after another. Spreading them over 32 slots (by block) keeps each slot's chain
-// of float additions 32 times shorter, so the rounding stays inside 04's tolerance at 5M points;
-// the order is still whatever order the atomics arrive in, so the last bits change from run to run.
+// of float additions 32 times shorter; still, 125K additions a slot at 5M points round the losses
+// by about 1e-4 (main.cpp checks this variant's losses to 1e-3), and the order is whatever order
+// the atomics arrive in, so the last bits change from run to run.
 __global__ void atomic_sums_kernel(const float* __restrict__ x, const float* __restrict__ y, std::int64_t n,
                                    const float* params, float* slots) {
   const float w = params[0];

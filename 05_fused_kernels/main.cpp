@@ -41,6 +41,13 @@ using namespace workbook::fused;
 using regression::kLossTolerance;
 using regression::kParameterTolerance;
 
+// Variant 2's losses are sums of float atomicAdds in arrival order: each of its 32 slots adds
+// 125K terms an epoch at 5M points, one after another, so their rounding reaches about 1e-4 of
+// the loss (measured up to 1.2e-4 on an H200) where the tree reductions stay near 1e-6. That
+// loss of accuracy is part of the lesson, so the variant gets a looser bound, printed beside it;
+// its w and b, and every other variant, keep 04's tolerances.
+constexpr Tolerance kAtomicLossTolerance{0.0, 1e-3};
+
 double relative_error(double got, double want) { return want == 0.0 ? std::fabs(got) : std::fabs(got - want) / std::fabs(want); }
 
 // How one run compares with the float64 reference (04's tolerances, every epoch's loss).
@@ -50,7 +57,7 @@ struct Check {
   std::string failure;
 };
 
-Check check_against(const TrainingResult& got, const TrainingResult& want) {
+Check check_against(Variant v, const TrainingResult& got, const TrainingResult& want) {
   Check c;
   if (want.diverged_at || got.diverged_at) {
     c.ok = want.diverged_at == got.diverged_at;
@@ -60,7 +67,8 @@ Check check_against(const TrainingResult& got, const TrainingResult& want) {
   c.w = relative_error(got.w, want.w);
   c.b = relative_error(got.b, want.b);
   c.test_mse = relative_error(got.test_mse, want.test_mse);
-  const Comparison losses = compare(got.losses, want.losses, kLossTolerance);
+  const Comparison losses =
+      compare(got.losses, want.losses, v == Variant::kAtomic ? kAtomicLossTolerance : kLossTolerance);
   for (std::size_t e = 0; e < got.losses.size() && e < want.losses.size(); ++e) {
     c.losses = std::max(c.losses, relative_error(got.losses[e], want.losses[e]));
   }
@@ -194,7 +202,7 @@ int run_single(const Options& o, const std::vector<Variant>& variants, Repeats r
 
   // 2. Check every variant before any is timed.
   out << "check against the reference (relative errors; tolerance w, b " << kParameterTolerance.rel << ", losses "
-      << kLossTolerance.rel << "):\n";
+      << kLossTolerance.rel << " (variant 2, float atomics: " << kAtomicLossTolerance.rel << ")):\n";
   std::vector<TrainingResult> first(variants.size());
   std::vector<bool> ok(variants.size(), false);
   nlohmann::json rows = nlohmann::json::array();
@@ -209,7 +217,7 @@ int run_single(const Options& o, const std::vector<Variant>& variants, Repeats r
       continue;
     }
     first[i] = gpu.train(v);
-    const Check c = check_against(first[i], want);
+    const Check c = check_against(v, first[i], want);
     ok[i] = c.ok;
     out << std::setprecision(2) << std::scientific << "w " << c.w << "  b " << c.b << "  losses " << c.losses
         << "  test " << c.test_mse << std::defaultfloat << "  " << (c.ok ? "ok" : "FAILED") << "   " << s.blocks
@@ -363,7 +371,7 @@ int run_sweep(const Options& o, const std::vector<Variant>& variants, Repeats re
       row.epochs = run.config.epochs;
       row.lr = run.config.lr;
       row.copy_gbps = copy_gbps;
-      const Check c = check_against(first, want);
+      const Check c = check_against(v, first, want);
       row.passed = c.ok && !first.diverged_at;
       row.w = first.w;
       row.b = first.b;
