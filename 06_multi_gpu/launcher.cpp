@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
@@ -131,13 +132,16 @@ bool tell(int fd, const std::string& message) {
 // already ending and changes nothing.
 constexpr int kStopSignals[] = {SIGTERM, SIGINT, SIGHUP};
 volatile sig_atomic_t g_first_stop_signal = 0;
-int g_wake_write_fd = -1;  // one launch at a time: the handlers are the process's
+// One launch at a time: the handlers are the process's. Atomic, because a handler may run on
+// any thread (NCCL's and CUDA's too) while the launch sets or clears it.
+std::atomic<int> g_wake_write_fd{-1};
 
 void on_stop_signal(int sig) {
   const int saved_errno = errno;  // async-signal-safe calls only
   if (g_first_stop_signal == 0) g_first_stop_signal = sig;
   const unsigned char number = static_cast<unsigned char>(sig);
-  if (write(g_wake_write_fd, &number, 1) < 0) {
+  const int fd = g_wake_write_fd.load();
+  if (fd >= 0 && write(fd, &number, 1) < 0) {
     // a full pipe (non-blocking) already holds enough to wake the loop; the first is in the flag
   }
   errno = saved_errno;
@@ -402,48 +406,73 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
   LaunchResult result;
   const StopSignals stop_signals;  // before the forks: see StopSignals
 
-  for (int rank = 0; rank < nproc; ++rank) {
-    int pipe_fds[2], beat_fds[2];
-    if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
-    // Non-blocking at both ends: the rank never waits to beat, the launcher never waits to read.
-    if (pipe2(beat_fds, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
-    WorkerIdentity id;
-    id.rank = rank;
-    id.world_size = nproc;
-    id.local_rank = rank;
-    id.nccl_id_hex = nccl_id_hex;
-    id.control_fd = pipe_fds[0];
-    id.heartbeat_fd = beat_fds[1];
-    // Everything the child needs is built before fork(): after it, the child only calls
-    // async-signal-safe functions (prctl, getppid, sigaction, sigprocmask, dup2, close_range/fcntl,
-    // execve, _exit).
-    std::vector<std::string> env = worker_environment(parent_env, id);
-    std::vector<std::string> argv_strings{program};
-    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-    std::vector<char*> argv, envp;
-    for (std::string& s : argv_strings) argv.push_back(s.data());
-    for (std::string& s : env) envp.push_back(s.data());
-    argv.push_back(nullptr);
-    envp.push_back(nullptr);
-
-    const pid_t pid = fork();
-    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-    if (pid == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);  // a worker never outlives its launcher
-      if (getppid() != launcher) _exit(127);
-      stop_signals.reset_in_child();
-      // The worker's report goes to stderr: the launcher's stdout carries only the launcher's
-      // own report (or its one JSON object with --json).
-      if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0) _exit(127);
-      close_inherited_on_exec(max_fd);
-      fcntl(pipe_fds[0], F_SETFD, 0);  // of the inherited descriptors, only its two pipe ends survive execve
-      fcntl(beat_fds[1], F_SETFD, 0);
-      execve(program.c_str(), argv.data(), envp.data());
-      _exit(127);
+  // A launch that cannot start every rank starts none: on an error the ranks already started are
+  // killed and reaped, and every descriptor made so far is closed, before the error goes on.
+  int pipe_fds[2] = {-1, -1}, beat_fds[2] = {-1, -1};  // this rank's, until its Child owns them
+  auto close_fds = [](int (&fds)[2]) {
+    for (int& fd : fds) {
+      if (fd >= 0) close(fd);
+      fd = -1;
     }
-    close(pipe_fds[0]);
-    close(beat_fds[1]);
-    children[static_cast<std::size_t>(rank)] = Child{pid, pipe_fds[1], beat_fds[0], true, {}};
+  };
+  try {
+    for (int rank = 0; rank < nproc; ++rank) {
+      // The heartbeat pipe is non-blocking at both ends: the rank never waits to beat, the
+      // launcher never waits to read.
+      if (pipe2(pipe_fds, O_CLOEXEC) != 0 || pipe2(beat_fds, O_CLOEXEC | O_NONBLOCK) != 0) {
+        throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+      }
+      WorkerIdentity id;
+      id.rank = rank;
+      id.world_size = nproc;
+      id.local_rank = rank;
+      id.nccl_id_hex = nccl_id_hex;
+      id.control_fd = pipe_fds[0];
+      id.heartbeat_fd = beat_fds[1];
+      // Everything the child needs is built before fork(): after it, the child only calls
+      // async-signal-safe functions (prctl, getppid, sigaction, sigprocmask, dup2, close_range/fcntl,
+      // execve, _exit).
+      std::vector<std::string> env = worker_environment(parent_env, id);
+      std::vector<std::string> argv_strings{program};
+      argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+      std::vector<char*> argv, envp;
+      for (std::string& s : argv_strings) argv.push_back(s.data());
+      for (std::string& s : env) envp.push_back(s.data());
+      argv.push_back(nullptr);
+      envp.push_back(nullptr);
+
+      const pid_t pid = fork();
+      if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+      if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);  // a worker never outlives its launcher
+        if (getppid() != launcher) _exit(127);
+        stop_signals.reset_in_child();
+        // The worker's report goes to stderr: the launcher's stdout carries only the launcher's
+        // own report (or its one JSON object with --json).
+        if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0) _exit(127);
+        close_inherited_on_exec(max_fd);
+        fcntl(pipe_fds[0], F_SETFD, 0);  // of the inherited descriptors, only its two pipe ends survive execve
+        fcntl(beat_fds[1], F_SETFD, 0);
+        execve(program.c_str(), argv.data(), envp.data());
+        _exit(127);
+      }
+      close(pipe_fds[0]);
+      close(beat_fds[1]);
+      children[static_cast<std::size_t>(rank)] = Child{pid, pipe_fds[1], beat_fds[0], true, {}};
+      pipe_fds[0] = pipe_fds[1] = beat_fds[0] = beat_fds[1] = -1;
+    }
+  } catch (...) {
+    close_fds(pipe_fds);
+    close_fds(beat_fds);
+    for (Child& c : children) {
+      if (!c.running) continue;
+      kill(c.pid, SIGKILL);
+      while (waitpid(c.pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      close(c.control);
+      close(c.heartbeat);
+    }
+    throw;
   }
   stop_signals.unblock();
   const IgnoreSigpipe ignore_sigpipe;  // after the forks: see IgnoreSigpipe
@@ -608,6 +637,15 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
       log << "\n" << std::flush;
       break;
     }
+  }
+  // A stop signal that came after the loop's last look (say with the ranks it ended, reaped in the
+  // same pass) still ends the launch as that signal.
+  if (result.stop_signal == 0) {
+    for (int sig : stop_signals.take()) {
+      if (result.stop_signal == 0) result.stop_signal = sig;
+    }
+    if (result.stop_signal == 0) result.stop_signal = g_first_stop_signal;
+    signal_at_s = seconds_since(start);
   }
   if (result.stop_signal != 0) {
     log << "launcher: every rank is gone, " << seconds_since(start) - signal_at_s << " s after signal "

@@ -95,6 +95,14 @@ TEST_CASE("the fatbin reader lists each container's machine code and PTX") {
   CHECK((!containers[0][0].is_ptx && containers[0][0].arch == 75));
   CHECK((containers[0][1].is_ptx && containers[0][1].arch == 90));
 
+  put(16 + 4, std::uint32_t{0});  // an entry of no size would never move on: refused
+  CHECK_THROWS(parse_fatbin_section(section));
+  put(16 + 4, std::uint32_t{64});
+  put(16 + 8, std::uint64_t{1000});  // an entry past its container's end: refused
+  CHECK_THROWS(parse_fatbin_section(section));
+  put(16 + 8, std::uint64_t{8});
+  REQUIRE(parse_fatbin_section(section).size() == 1);
+
   section[0] = 0;  // no container magic: refused, not misread
   CHECK_THROWS(parse_fatbin_section(section));
   CHECK(parse_fatbin_section({}).empty());

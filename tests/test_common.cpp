@@ -521,7 +521,7 @@ TEST_CASE("the pretended compute capability: MAJOR.MINOR, only ever lower, malfo
   CHECK(ComputeCapability{10, 0}.at_least(9, 0));
 }
 
-TEST_CASE("device_compute_capability is the device's own, lowered by the variable", "[gpu]") {
+TEST_CASE("device_compute_capability is the device's own when the variable is unset", "[gpu]") {
   require_gpus(1);
   int major = 0, minor = 0;
   REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) == cudaSuccess);

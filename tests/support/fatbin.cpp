@@ -80,6 +80,12 @@ std::vector<FatbinContainer> parse_fatbin_section(const std::vector<unsigned cha
       if (kind != kKindPtx && kind != kKindCubin) {
         throw std::runtime_error("fatbin: unknown entry kind " + std::to_string(kind));
       }
+      // The header must hold the architecture field, and the entry must end inside its
+      // container (a size of 0 would also never move on).
+      const std::size_t room = end - entry;
+      if (entry_header_size < 32 || entry_header_size > room || payload_size > room - entry_header_size) {
+        throw std::runtime_error("fatbin: an entry at byte " + std::to_string(entry) + " does not fit its container");
+      }
       container.push_back({kind == kKindPtx, static_cast<int>(read_at<std::uint32_t>(section, entry + 28))});
       entry += entry_header_size + payload_size;
     }
