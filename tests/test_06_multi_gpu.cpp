@@ -727,8 +727,8 @@ TEST_CASE("launcher: ranks that ignore the stop signal are killed after the boun
       seconds_of([&] { r = launch_workers("/bin/sh", {"-c", script}, 2, "00", {30.0, 60.0, 0.5}, log); });
   CAPTURE(log.str());
   CHECK(r.stop_signal == SIGTERM);
-  CHECK(seconds >= 0.5);
-  CHECK(seconds < 5.0);
+  CHECK(seconds >= 0.5);   // the launcher waited its bound before killing
+  CHECK(seconds < 60.0);   // below the ranks' own sleep: killed at the bound, not waited for
   require_every_rank_gone(r, 2);
   for (const ChildExit& e : r.exits) CHECK(e.killed);
   CHECK_THAT(log.str(), ContainsSubstring("still running 0.5 s after signal 15: killed"));
@@ -936,7 +936,7 @@ TEST_CASE("ddp --nproc 2: a stop signal reaches both ranks; the program ends as 
   skip_if_no_gpu(r);
   CAPTURE(r.out, r.err, seconds);
   CHECK(r.exit_code == 128 + sig);
-  CHECK(seconds < 15.0);  // the 10 s bound, and the report
+  CHECK(seconds < 30.0);  // a liveness bound, not a speed: the launcher's 10 s, with room for a busy machine
   CHECK_THAT(last_line(r.out), ContainsSubstring("FAIL: ddp: stopped by signal " + std::to_string(sig)));
   CHECK_THAT(r.out, ContainsSubstring("got signal " + std::to_string(sig)));
   for (const auto& [rank, pid] : run.rank_pids) {
