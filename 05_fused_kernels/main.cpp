@@ -447,7 +447,8 @@ int run(int argc, char** argv) {
   require_at_most("--copy-mib", o.copy_mib, 16384);
   if (!o.sweep && (app.count("--sizes") || app.count("--csv"))) throw UsageError("--sizes and --csv need --sweep");
   if (o.sweep && app.count("--points")) throw UsageError("--sweep takes its point counts from --sizes, not --points");
-  if (o.sweep) parse_sizes(o.sizes.empty() ? "2" : o.sizes);  // refuse bad sizes before touching the GPU
+  if (app.count("--sizes")) parse_sizes(o.sizes);  // refuse bad sizes (an empty list too) before touching the GPU
+  if (app.count("--csv") && o.csv.empty()) throw UsageError("--csv needs a file name");
   if (o.sweep && app.count("--trace")) throw UsageError("--trace records the single mode's training loop, not --sweep");
   if (app.count("--trace")) {
     if (o.trace_path.empty()) throw UsageError("--trace needs a file name");

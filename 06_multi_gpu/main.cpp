@@ -96,7 +96,7 @@ void validate(const Options& o) {
   require_at_least("--nproc", o.nproc, 0);
   require_at_least("--fail-rank", o.fail_rank, -1);
   require_at_least("--fail-epoch", o.fail_epoch, -1);
-  if ((o.fail_rank >= 0) != (o.fail_epoch >= 0)) throw UsageError("--fail-rank and --fail-epoch go together");
+  if ((o.fail_rank >= 0) != (o.fail_epoch >= 0)) throw UsageError("--fail-rank and --fail-epoch go together, each 0 or more");
   if (o.fail_epoch >= o.config.epochs) {
     throw UsageError("--fail-epoch must be below --epochs (" + std::to_string(o.config.epochs) + "), got " +
                      std::to_string(o.fail_epoch));

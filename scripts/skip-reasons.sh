@@ -24,7 +24,10 @@ awk '
   skipped && in_output {
     done = sub(/<\/system-out>.*/, "")
     line = trim(unescape($0))
-    if (state == 0 && line == "explicitly with message:") state = 1
+    # Catch2 says "message:" for a SKIP alone, "messages:" when CAPTURE/INFO values come first
+    # ("name := value" lines, which are context, not the reason).
+    if (state == 0 && line ~ /^explicitly with messages?:$/) state = 1
+    else if (state == 1 && line ~ / := /) { }
     else if (state == 1 && line != "") message = message (message == "" ? "" : " ") line
     else if (state == 1 && message != "") state = 2
     else if (state == 0 && line != "") last = line

@@ -231,7 +231,8 @@ TEST_CASE("program: --help, bad input is one line and exit 2, no GPU is exit 77"
         {"--trace", "t.json", "--variant", "5,7"}, {"--sweep", "--trace", "t.json"}, {"--points", "50X"},
         {"--points", "5e6"}, {"--sweep", "--sizes", "1,,2"}, {"--sweep", "--sizes", ",5K"},
         {"--sweep", "--sizes", "5K,"}, {"--variant", "1,,4"}, {"--variant", "4,"}, {"--copy-mib", "1X"},
-        {"--copy-mib", "17K"}, {"--sweep", "--points", "5M"}, {"--device", "cuda:"}, {"--device", "cpu"}}) {
+        {"--copy-mib", "17K"}, {"--sweep", "--points", "5M"}, {"--device", "cuda:"}, {"--device", "cpu"},
+        {"--sweep", "--sizes", ""}, {"--sweep", "--csv", ""}}) {
     std::vector<std::string> argv{WORKBOOK_PROGRAM};
     argv.insert(argv.end(), args.begin(), args.end());
     const ProgramResult r = run_program(argv);
