@@ -112,20 +112,20 @@ def size_value(flag, text):
     return value
 
 
-def list_items(flag, text):
+def list_items(flag, text, example="1,2,4"):
     """The items of a comma list; an empty list or an empty item ("1,,2", ",1", "1,") is refused."""
     if text == "":
         raise UsageError(f"{flag} needs at least one value")
     items = text.split(",")
     if any(item == "" for item in items):
-        raise UsageError(f"{flag}: '{text}' has an empty item (use e.g. 1,2,4)")
+        raise UsageError(f"{flag}: '{text}' has an empty item (use e.g. {example})")
     return items
 
 
 def parse_size_list(flag, text, minimum, maximum):
     """A list of sizes ("500,5K,5M"), each within [minimum, maximum]."""
     values = []
-    for item in list_items(flag, text):
+    for item in list_items(flag, text, "500,5K,5M"):
         value = size_value(flag, item)
         require_at_least(flag, value, minimum)
         require_at_most(flag, value, maximum)
@@ -148,7 +148,7 @@ def parse_int_list(flag, text, minimum, maximum):
 
 def parse_name_list(flag, text, names):
     """A list of names from `names` ("eager,graph")."""
-    items = list_items(flag, text)
+    items = list_items(flag, text, ",".join(names[:2]))
     for item in items:
         if item not in names:
             raise UsageError(f"{flag}: '{item}' is not one of {', '.join(names)}")
