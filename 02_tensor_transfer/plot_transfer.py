@@ -6,13 +6,13 @@
 Draws H2D and D2H GB/s against size for the three kinds of host memory (tensor_transfer) and for
 PyTorch's pinned non_blocking copy, then prints the chapter's targets, judged on the same run.
 """
-import argparse
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
+from workbook_cli import Parser  # noqa: E402  (usage errors: one line, exit 2)
 
 plt = needs("matplotlib.pyplot")
 
@@ -44,7 +44,7 @@ def versus_pytorch(ours, theirs):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("cpp_json", metavar="tensor_transfer.json")
     parser.add_argument("torch_json", metavar="pytorch_transfer.json")
     parser.add_argument("png", metavar="OUT.png")

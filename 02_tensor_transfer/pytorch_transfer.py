@@ -10,7 +10,6 @@ with a synchronize where the host's own work is part of the cost), same checks (
 is compared with its source), so plot_transfer.py can draw both programs on one chart.
 Exit codes as the C++ programs: 0 PASS, 1 FAIL, 2 bad usage (a GPU that does not exist), 77 no GPU.
 """
-import argparse
 import json
 import os
 import statistics
@@ -19,6 +18,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
+from workbook_cli import Parser, device_index  # noqa: E402  (cli.h's flag rules)
 
 torch = needs("torch")
 
@@ -333,8 +333,8 @@ def non_blocking(report, dev, quick):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", type=int, default=0, help="CUDA device index")
+    parser = Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", type=device_index, default=0, help="CUDA device: N, cuda or cuda:N (default 0)")
     parser.add_argument("--json", nargs="?", const="-", help="write the results as JSON to FILE (stdout: -)")
     parser.add_argument("--quick", action="store_true", help="up to 64 MiB, few repeats")
     args = parser.parse_args()

@@ -8,11 +8,13 @@ The comparison is only like for like when both ran the same workload (chunks, by
 per element: run pytorch_streams.py with --iterations from the C++ JSON, as benchmark.sh does); the
 table is printed either way, but the exit status is 1 when they differ.
 """
-import argparse
 import csv
 import json
 import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from workbook_cli import Parser  # noqa: E402  (usage errors: one line, exit 2)
 
 
 def main(cpp_path, torch_path, csv_path=None):
@@ -46,7 +48,7 @@ def main(cpp_path, torch_path, csv_path=None):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("cpp", metavar="CPP.json", help="streams_events --json")
     parser.add_argument("torch", metavar="TORCH.json", help="pytorch_streams.py --json")
     parser.add_argument("csv", metavar="OUT.csv", nargs="?", help="the table as CSV")

@@ -7,13 +7,13 @@ One row per stream (the trace's tracks), one bar per operation, coloured by stag
 "group: stream" are drawn in one panel per group, each panel's clock starting at its first bar,
 so the K-stream pipeline and the article's two-stream pattern sit one above the other.
 """
-import argparse
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
+from workbook_cli import Parser  # noqa: E402  (usage errors: one line, exit 2)
 
 plt = needs("matplotlib.pyplot")  # the Agg backend: no display on the GPU machine
 patches = needs("matplotlib.patches")
@@ -65,7 +65,7 @@ def main(trace_path, png_path, title=DEFAULT_TITLE):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("trace", metavar="TRACE.json", help="written by streams_events or fused_kernels --trace")
     parser.add_argument("png", metavar="OUT.png")
     parser.add_argument("title", metavar="TITLE", nargs="?", default=DEFAULT_TITLE)

@@ -25,6 +25,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
+from workbook_cli import Parser, device_index, int_list, integer, size  # noqa: E402  (cli.h's flag rules)
 
 np = needs("numpy")
 torch = needs("torch")
@@ -44,32 +45,40 @@ template <typename T> T decay_steps(T x, T iterations) {
 
 
 def parse_args():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--device", type=int, default=0)
+    p = Parser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", type=device_index, default=0, help="CUDA device: N, cuda or cuda:N (default 0)")
     p.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE")
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--chunks", type=int)
-    p.add_argument("--chunk-elements", type=int)
-    p.add_argument("--iterations", type=int,
+    p.add_argument("--chunks", type=integer("--chunks"), help="chunks in the batch (default 64; --quick 4)")
+    p.add_argument("--chunk-elements", type=size("--chunk-elements"), metavar="SIZE",
+                   help="floats per chunk, e.g. 65536 or 1M (default 1048576; --quick 65536)")
+    p.add_argument("--iterations", type=integer("--iterations"),
                    help="multiply-adds per element; 0 or absent: calibrate like the C++ program (compute as long "
                         "as both copies at once). To compare with a C++ run, pass that run's workload.iterations")
-    p.add_argument("--streams", type=lambda s: [int(k) for k in s.split(",")])
-    p.add_argument("--repeats", type=int)
+    p.add_argument("--streams", type=int_list("--streams", 1, 64), metavar="LIST",
+                   help="stream counts K, e.g. 1,2,4 (default 1,2,4,8; --quick 1,2,4)")
+    p.add_argument("--repeats", type=integer("--repeats"), help="timed repeats of each schedule (default 20; --quick 3)")
     p.add_argument("--drop-wait", action="store_true")
-    p.add_argument("--producer-delay-us", type=int, default=1000)
+    p.add_argument("--producer-delay-us", type=integer("--producer-delay-us"), default=1000)
     a = p.parse_args()
     quick = a.quick
-    a.chunks = a.chunks or (4 if quick else 64)
-    a.chunk_elements = a.chunk_elements or (1 << 16 if quick else 1 << 20)
+    if a.chunks is None:
+        a.chunks = 4 if quick else 64
+    if a.chunk_elements is None:
+        a.chunk_elements = 1 << 16 if quick else 1 << 20
     if a.iterations is None:
         a.iterations = 64 if quick else 0
-    a.streams = a.streams or ([1, 2, 4] if quick else [1, 2, 4, 8])
-    a.repeats = a.repeats or (3 if quick else 20)
-    for flag, value, low in [("--chunks", a.chunks, 1), ("--chunk-elements", a.chunk_elements, 1),
-                             ("--iterations", a.iterations, 0), ("--repeats", a.repeats, 1),
-                             ("--producer-delay-us", a.producer_delay_us, 1)] + [("--streams", k, 1) for k in a.streams]:
-        if value < low:
-            p.error(f"{flag} must be at least {low}, got {value}")
+    if a.streams is None:
+        a.streams = [1, 2, 4] if quick else [1, 2, 4, 8]
+    if a.repeats is None:
+        a.repeats = 3 if quick else 20
+    # The C++ program's ranges (03_streams_events/main.cpp).
+    for flag, value, low, high in (("--chunks", a.chunks, 1, 4096), ("--chunk-elements", a.chunk_elements, 1, 1 << 28),
+                                   ("--chunks x --chunk-elements", a.chunks * a.chunk_elements, 1, 1 << 30),
+                                   ("--iterations", a.iterations, 0, 1_000_000), ("--repeats", a.repeats, 1, 1000),
+                                   ("--producer-delay-us", a.producer_delay_us, 1, 1_000_000)):
+        p.require_at_least(flag, value, low)
+        p.require_at_most(flag, value, high)
     return a
 
 
@@ -217,6 +226,10 @@ def main():
     if not torch.cuda.is_available():
         print("pytorch_streams needs a CUDA GPU: torch.cuda.is_available() is False", file=sys.stderr)
         return 77
+    if a.device >= torch.cuda.device_count():  # as pytorch_transfer.py
+        print(f"error: --device {a.device}: CUDA error: invalid device ordinal; this machine has "
+              f"{torch.cuda.device_count()} device(s)", file=sys.stderr)
+        return 2
     torch.cuda.set_device(a.device)
     warmup = 1 if a.quick else 3
     log = sys.stderr if a.json == "-" else sys.stdout

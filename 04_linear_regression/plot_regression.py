@@ -7,13 +7,13 @@ per-epoch time of each step) and summary.md (the README's table).
 
     python3 plot_regression.py RESULTS_DIR
 """
-import argparse
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
+from workbook_cli import Parser  # noqa: E402  (usage errors: one line, exit 2)
 
 plt = needs("matplotlib.pyplot")
 
@@ -89,9 +89,11 @@ def main(results):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("results", metavar="RESULTS_DIR", nargs="?", default=".",
                         help="benchmark.sh's output folder (default: the current folder)")
     args = parser.parse_args()
+    if not os.path.isdir(args.results):
+        parser.error(f"{args.results}: no such folder")
     require("matplotlib.pyplot")
     sys.exit(main(args.results))

@@ -10,7 +10,6 @@ warm-up runs first, then the median of repeated runs (CUDA events on cuda, the h
     python3 pytorch_regression.py --device cuda --json pytorch_cuda.json
     python3 pytorch_regression.py --device cpu
 """
-import argparse
 import json
 import math
 import os
@@ -20,6 +19,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
+from workbook_cli import Parser, device_name, integer, number, size  # noqa: E402  (cli.h's flag rules)
 
 torch = needs("torch")
 nn = needs("torch.nn")
@@ -112,33 +112,40 @@ def train(args, data, device, log=None, time_steps=False):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--device", default="cuda", help="cpu, cuda or cuda:N")
-    p.add_argument("--points", type=int, default=5_000_000)
-    p.add_argument("--epochs", type=int, default=200)
-    p.add_argument("--lr", type=float, default=0.01)
-    p.add_argument("--noise", type=float, default=0.0)
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--print-every", type=int, default=10)
+    p = Parser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", type=device_name, default="cuda", help="cpu, N, cuda or cuda:N (default cuda)")
+    p.add_argument("--points", type=size("--points"), default=5_000_000, metavar="SIZE",
+                   help="points, e.g. 5000000 or 5M (K, M, G: 1e3, 1e6, 1e9)")
+    p.add_argument("--epochs", type=integer("--epochs"), default=200)
+    p.add_argument("--lr", type=number("--lr"), default=0.01)
+    p.add_argument("--noise", type=number("--noise"), default=0.0)
+    p.add_argument("--seed", type=integer("--seed"), default=42)
+    p.add_argument("--print-every", type=integer("--print-every"), default=10)
     p.add_argument("--json", nargs="?", const="-", help="write the results as JSON to FILE (- for stdout)")
     p.add_argument("--quick", action="store_true", help="20011 points, 60 epochs, few repeats")
-    p.add_argument("--repeats", type=int, default=None, help="timed runs (default 10 on cuda, 3 on cpu)")
+    p.add_argument("--repeats", type=integer("--repeats"), default=None, help="timed runs (default 10 on cuda, 3 on cpu)")
     args = p.parse_args()
     if args.quick:
         args.points, args.epochs = 20_011, 60
-    for bad, what in ((args.points < 2, f"--points must be at least 2, got {args.points}"),
-                      (args.epochs < 1, f"--epochs must be at least 1, got {args.epochs}"),
-                      (not math.isfinite(args.lr) or args.lr <= 0, f"--lr must be finite and > 0, got {args.lr}"),
-                      (not args.noise >= 0, f"--noise must be at least 0, got {args.noise}"),
-                      (args.print_every < 1, f"--print-every must be at least 1, got {args.print_every}")):
-        if bad:
-            print(f"error: {what}", file=sys.stderr)
-            return 2
+    if args.points < 2:
+        p.fail(f"--points must be at least 2 (one to train, one to test), got {args.points}")
+    p.require_at_least("--epochs", args.epochs, 1)
+    p.require_positive("--lr", args.lr)
+    if not (math.isfinite(args.noise) and args.noise >= 0):
+        p.fail(f"--noise must be a finite number of at least 0, got {args.noise}")
+    p.require_at_least("--seed", args.seed, 0)
+    p.require_at_least("--print-every", args.print_every, 1)
+    if args.repeats is not None:
+        p.require_at_least("--repeats", args.repeats, 1)
     require("torch")
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         print("pytorch_regression needs a CUDA GPU: torch.cuda.is_available() is False", file=sys.stderr)
         return 77
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():  # as pytorch_transfer.py
+        print(f"error: --device {device.index}: CUDA error: invalid device ordinal; this machine has "
+              f"{torch.cuda.device_count()} device(s)", file=sys.stderr)
+        return 2
     log = sys.stderr if args.json == "-" else sys.stdout
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({torch.get_num_threads()} threads)"
     train_points = args.points // 5 * 4 + args.points % 5 * 4 // 5

@@ -7,7 +7,6 @@ per_operation.png  per-epoch time of each kernel / step at 5M points: 04's unfus
                    the fused kernel + update (fused.json), PyTorch eager's steps (pytorch_sweep.json).
 Prints summary.md (a Markdown table and the chapter's targets, judged) on stdout.
 """
-import argparse
 import csv
 import json
 import os
@@ -15,6 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
+from workbook_cli import Parser  # noqa: E402  (usage errors: one line, exit 2)
 
 plt = needs("matplotlib.pyplot")
 
@@ -36,10 +36,12 @@ def fmt_points(n):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("results", metavar="RESULTS_DIR", nargs="?", default=".",
                         help="benchmark.sh's output folder (default: the current folder)")
     d = parser.parse_args().results
+    if not os.path.isdir(d):
+        parser.error(f"{d}: no such folder")
     require("matplotlib.pyplot")
     cuda = read_rows(os.path.join(d, "sweep.csv"))
     torch_rows = read_rows(os.path.join(d, "pytorch_sweep.csv"))

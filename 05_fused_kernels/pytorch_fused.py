@@ -28,6 +28,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
+from workbook_cli import Parser, integer, name_list, number, size, size_list  # noqa: E402  (cli.h's flag rules)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "04_linear_regression"))
 import pytorch_regression as base  # noqa: E402  (chapter 04's data and step-timed eager loop)
 
@@ -147,6 +148,9 @@ class Timer:
         return (b - a) * 1e3
 
 
+MODES = ("eager", "graph", "compile", "cpu")
+
+
 def copy_gbps(mib=1024):
     src = torch.ones(mib << 18, device="cuda")  # mib MiB of float32
     dst = torch.empty_like(src)
@@ -163,26 +167,29 @@ def copy_gbps(mib=1024):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sizes", default="500,5K,50K,100K,500K,5M,10M,50M,100M")
-    p.add_argument("--modes", default="eager,graph,compile,cpu")
-    p.add_argument("--epochs", type=int, default=200)
-    p.add_argument("--lr", type=float, default=0.01)
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--cpu-max-points", type=int, default=500_000)
-    p.add_argument("--breakdown-points", type=int, default=5_000_000)
+    p = Parser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", type=size_list("--sizes", 2, 2_000_000_000), default="500,5K,50K,100K,500K,5M,10M,50M,100M",
+                   metavar="LIST", help="points per run, e.g. 500,5K,5M (K, M, G: 1e3, 1e6, 1e9)")
+    p.add_argument("--modes", type=name_list("--modes", MODES), default=",".join(MODES), metavar="LIST",
+                   help="a list of " + ", ".join(MODES))
+    p.add_argument("--epochs", type=integer("--epochs"), default=200)
+    p.add_argument("--lr", type=number("--lr"), default=0.01)
+    p.add_argument("--repeats", type=integer("--repeats"), default=3)
+    p.add_argument("--cpu-max-points", type=size("--cpu-max-points"), default=500_000, metavar="SIZE")
+    p.add_argument("--breakdown-points", type=size("--breakdown-points"), default=5_000_000, metavar="SIZE",
+                   help="points of eager's per-step breakdown (0: none)")
     p.add_argument("--csv")
     p.add_argument("--json")
     p.add_argument("--quick", action="store_true", help="20011 points, 20 epochs, 1 repeat")
     args = p.parse_args()
     if args.quick:
-        args.sizes, args.epochs, args.repeats, args.breakdown_points = "20011", 20, 1, 0
-    sizes = [int(s[:-1]) * {"K": 1000, "M": 1000_000}[s[-1]] if s[-1] in "KM" else int(s) for s in args.sizes.split(",")]
-    modes = args.modes.split(",")
-    bad = [m for m in modes if m not in ("eager", "graph", "compile", "cpu")]
-    if bad or args.epochs < 1 or args.repeats < 1 or min(sizes) < 2:
-        print(f"error: bad --modes {bad}, --epochs, --repeats or --sizes", file=sys.stderr)
-        return 2
+        args.sizes, args.epochs, args.repeats, args.breakdown_points = [20011], 20, 1, 0
+    sizes, modes = args.sizes, args.modes
+    p.require_at_least("--epochs", args.epochs, 1)
+    p.require_positive("--lr", args.lr)
+    p.require_at_least("--repeats", args.repeats, 1)
+    if args.breakdown_points == 1:
+        p.fail("--breakdown-points must be 0 (none) or at least 2, got 1")
     require("torch")
     if not torch.cuda.is_available():
         print("pytorch_fused needs a CUDA GPU: torch.cuda.is_available() is False", file=sys.stderr)

@@ -7,13 +7,13 @@ Prints summary.md: the chapter's targets, judged on from the same files. Any fil
 missing, or lack fields (a failed or partial run, a run split over two machines): what is there
 is used, what is not is named.
 """
-import argparse
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
+from workbook_cli import Parser  # noqa: E402  (usage errors: one line, exit 2)
 
 plt = needs("matplotlib.pyplot")
 
@@ -196,7 +196,7 @@ def mpi_part(results, lines):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("results", metavar="RESULTS_DIR", help="benchmark.sh's output folder")
     results = parser.parse_args().results
     if not os.path.isdir(results):

@@ -29,6 +29,7 @@ for name, value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAS
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
+from workbook_cli import Parser, int_list, integer, number, size, size_list  # noqa: E402  (cli.h's flag rules)
 
 torch = needs("torch")
 dist = needs("torch.distributed")
@@ -135,33 +136,36 @@ def measure(points, nproc, args):
     }
 
 
-def parse_points(text):
-    out = []
-    for part in text.split(","):
-        scale = {"K": 1_000, "M": 1_000_000}.get(part[-1:].upper(), 1)
-        out.append(int(part[:-1] if scale > 1 else part) * scale)
-    return out
-
-
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--nproc", type=int, default=None, help="ranks, one per GPU (default: every GPU)")
-    p.add_argument("--points", type=int, default=5_000_000)
-    p.add_argument("--epochs", type=int, default=200)
-    p.add_argument("--lr", type=float, default=None)
-    p.add_argument("--repeats", type=int, default=5)
+    p = Parser(description=__doc__.splitlines()[0])
+    p.add_argument("--nproc", type=integer("--nproc"), default=None,
+                   help="ranks, one per GPU (default or 0: every GPU)")
+    p.add_argument("--points", type=size("--points"), default=5_000_000, metavar="SIZE",
+                   help="points, e.g. 5000000 or 5M (K, M, G: 1e3, 1e6, 1e9)")
+    p.add_argument("--epochs", type=integer("--epochs"), default=200)
+    p.add_argument("--lr", type=number("--lr"), default=None)
+    p.add_argument("--repeats", type=integer("--repeats"), default=5)
     p.add_argument("--scaling", action="store_true", help="strong and weak scaling over --gpu-counts")
-    p.add_argument("--strong", default="5M,100M")
-    p.add_argument("--weak", default="100M")
-    p.add_argument("--gpu-counts", default="1,2,4")
+    p.add_argument("--strong", type=size_list("--strong", 2, 2_000_000_000), default="5M,100M", metavar="LIST",
+                   help="strong scaling: total points, e.g. 5M,100M")
+    p.add_argument("--weak", type=size_list("--weak", 2, 2_000_000_000), default="100M", metavar="LIST",
+                   help="weak scaling: points per GPU, e.g. 100M")
+    p.add_argument("--gpu-counts", type=int_list("--gpu-counts", 1, 1024), default="1,2,4", metavar="LIST")
     p.add_argument("--json", default=None)
     args = p.parse_args()
+    if args.nproc is not None:
+        p.require_at_least("--nproc", args.nproc, 0)
+    p.require_at_least("--points", args.points, 2)
+    p.require_at_least("--epochs", args.epochs, 1)
+    if args.lr is not None:
+        p.require_positive("--lr", args.lr)
+    p.require_at_least("--repeats", args.repeats, 1)
     require("torch", "torch.distributed", "torch.multiprocessing")
     gpus = torch.cuda.device_count()
     if gpus == 0:
         print("pytorch_ddp needs a CUDA GPU: torch.cuda.device_count() is 0", file=sys.stderr)
         return 77
-    if args.nproc is None:
+    if not args.nproc:  # None or 0, as the C++ launcher's --nproc 0
         args.nproc = gpus
     if not args.scaling:
         if args.nproc > gpus:
@@ -173,14 +177,14 @@ def main():
               f"b {result['b']:.9g}, ranks bit-identical: {result['bit_identical']}")
         out = {"pytorch_ddp": result}
     else:
-        counts = [n for n in (int(c) for c in args.gpu_counts.split(",")) if n <= gpus]
+        counts = [n for n in args.gpu_counts if n <= gpus]
         rows = []
         print("  kind      points  GPUs   epoch us  efficiency")
-        for kind, sizes in (("strong", parse_points(args.strong)), ("weak", parse_points(args.weak))):
-            for size in sizes:
+        for kind, sizes in (("strong", args.strong), ("weak", args.weak)):
+            for given in sizes:
                 t1 = None
                 for n in counts:
-                    points = size if kind == "strong" else size * n
+                    points = given if kind == "strong" else given * n
                     r = measure(points, n, args)
                     us = r["us_per_epoch"]
                     t1 = us if n == 1 else t1

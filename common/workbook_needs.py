@@ -14,6 +14,7 @@ So `--help` and argument errors work without torch, numpy or matplotlib. A packa
     error: this script needs matplotlib: pip install matplotlib
 
 requirements.txt at the repository root lists the packages and the versions the workbook was run with.
+workbook_cli.py beside this file parses the flags by the C++ programs' rules (a bad value: one line, exit 2).
 """
 import importlib
 import sys
