@@ -54,7 +54,7 @@ std::vector<std::string> list_items(const std::string& flag, const std::string& 
   const std::vector<std::string> items = split_commas(text);
   if (items.empty()) throw UsageError(flag + " needs at least one value");
   for (const std::string& item : items) {
-    if (item.empty()) throw UsageError(flag + ": '" + text + "' has an empty item (use e.g. 1,2,4)");
+    if (item.empty()) throw UsageError(flag + ": '" + text + "' has an empty item");
   }
   return items;
 }
