@@ -60,7 +60,7 @@ int run(int argc, char** argv) {
   app.add_option("--epochs", config.epochs, "full-batch gradient-descent epochs")->type_name("E");
   app.add_option("--lr", config.lr, "SGD learning rate")->type_name("LR");
   app.add_option("--noise", config.noise, "standard deviation of Gaussian noise on y (cuRAND)")->type_name("SIGMA");
-  app.add_option("--seed", config.seed, "cuRAND seed of the noise")->type_name("S");
+  add_seed_option(app, config.seed, "cuRAND seed of the noise");
   app.add_option("--print-every", config.print_every, "print the loss every this many epochs")->type_name("K");
   if (auto code = parse_command_line(app, argc, argv)) return *code;
   if (common.quick && app.count("--points") == 0) config.points = 20'011;  // odd, not a block multiple

@@ -425,7 +425,7 @@ int run(int argc, char** argv) {
   app.add_option("--epochs", o.config.epochs, "full-batch gradient-descent epochs")->type_name("E");
   app.add_option("--lr", o.config.lr, "SGD learning rate (the sweep scales it above 5M points)")->type_name("LR");
   app.add_option("--noise", o.config.noise, "standard deviation of Gaussian noise on y (cuRAND)")->type_name("SIGMA");
-  app.add_option("--seed", o.config.seed, "cuRAND seed of the noise")->type_name("S");
+  add_seed_option(app, o.config.seed, "cuRAND seed of the noise");
   app.add_option("--print-every", o.config.print_every, "show the loss every this many epochs")->type_name("K");
   app.add_option("--variant", o.variants, "all, or a list of 1-7 (e.g. 1,4,7)")->type_name("V");
   app.add_flag("--sweep", o.sweep, "benchmark mode: every size of --sizes x every variant");

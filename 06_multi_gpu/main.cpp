@@ -578,7 +578,7 @@ int run(int argc, char** argv) {
   training->add_option("--epochs", o.config.epochs, "full-batch epochs")->type_name("E");
   training->add_option("--lr", o.lr, "learning rate (default 0.01, scaled by (5M/N)^2 above 5M points as in chapter 05)");
   training->add_option("--noise", o.config.noise, "standard deviation of the noise on y");
-  training->add_option("--seed", o.config.seed, "cuRAND seed of the noise");
+  add_seed_option(*training, o.config.seed, "cuRAND seed of the noise");
   training->add_option("--repeats", o.repeats, "timed runs after the checked run");
   add_size_option(*training, "--reference-max", o.reference_max,
                   "largest point count checked against the float64 CPU reference");

@@ -116,6 +116,28 @@ std::vector<int> parse_int_list(const std::string& flag, const std::string& text
   return values;
 }
 
+CLI::Option* add_seed_option(CLI::App& app, std::uint64_t& seed, const std::string& description) {
+  return app
+      .add_option_function<std::string>(
+          "--seed",
+          [&seed](const std::string& text) {
+            std::uint64_t value = 0;
+            const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+            for (std::size_t i = 0; digits && i < text.size(); ++i) {
+              const std::uint64_t digit = static_cast<std::uint64_t>(text[i] - '0');
+              if (value > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) {
+                throw UsageError("--seed must be at most " + std::to_string(std::numeric_limits<std::uint64_t>::max()) +
+                                 ", got " + text);
+              }
+              value = value * 10 + digit;
+            }
+            if (!digits) throw UsageError("--seed must be a whole number of at least 0, got '" + text + "'");
+            seed = value;
+          },
+          description)
+      ->type_name("S");
+}
+
 DeviceChoice parse_device(const std::string& text, CpuDevice cpu) {
   DeviceChoice d;
   if (cpu == CpuDevice::kAllowed && text == "cpu") {

@@ -107,6 +107,10 @@ CLI::Option* add_size_option(CLI::App& app, const std::string& name, T& target, 
       ->type_name("SIZE");
 }
 
+// --seed: digits only, up to 2^64 - 1. CLI11 would read "-1" into an unsigned seed as 2^64 - 1;
+// here it is a UsageError naming the flag.
+CLI::Option* add_seed_option(CLI::App& app, std::uint64_t& seed, const std::string& description);
+
 // --device: "N", "cuda" (device 0) or "cuda:N", as torch.device takes them; with CpuDevice::kAllowed
 // also "cpu". Anything else (a sign, spaces, "gpu", "cuda:") is a UsageError naming the flag.
 // Whether device N exists is asked later, of the runtime (use_device in gpu_probe.h).

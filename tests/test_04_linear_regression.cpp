@@ -178,7 +178,7 @@ TEST_CASE("program --device cpu: PASS, JSON with the PyTorch script's fields") {
 TEST_CASE("program: bad input is one line and exit 2, divergence is exit 1 without NaN") {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--points", "1"}, {"--epochs", "0"}, {"--lr", "0"}, {"--lr", "-1"}, {"--lr", "nan"},
-        {"--lr", "inf"}, {"--noise", "-1"}, {"--device", "gpu"}, {"--points", "x"}, {"--points", "50X"},
+        {"--lr", "inf"}, {"--seed", "-1"}, {"--noise", "-1"}, {"--device", "gpu"}, {"--points", "x"}, {"--points", "50X"},
         {"--points", "5.5M"}, {"--points", "-5"}, {"--device", "cuda:"}, {"--device", "-1"}, {"--device", "CPU"},
         {"--device", "0x1"}}) {
     std::vector<std::string> argv{WORKBOOK_PROGRAM};

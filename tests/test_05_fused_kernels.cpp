@@ -232,7 +232,7 @@ TEST_CASE("program: --help, bad input is one line and exit 2, no GPU is exit 77"
         {"--points", "5e6"}, {"--sweep", "--sizes", "1,,2"}, {"--sweep", "--sizes", ",5K"},
         {"--sweep", "--sizes", "5K,"}, {"--variant", "1,,4"}, {"--variant", "4,"}, {"--copy-mib", "1X"},
         {"--copy-mib", "17K"}, {"--sweep", "--points", "5M"}, {"--device", "cuda:"}, {"--device", "cpu"},
-        {"--sweep", "--sizes", ""}, {"--sweep", "--csv", ""}}) {
+        {"--sweep", "--sizes", ""}, {"--sweep", "--csv", ""}, {"--seed", "-1"}}) {
     std::vector<std::string> argv{WORKBOOK_PROGRAM};
     argv.insert(argv.end(), args.begin(), args.end());
     const ProgramResult r = run_program(argv);

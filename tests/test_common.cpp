@@ -261,6 +261,20 @@ TEST_CASE("a size option takes K, M and G and refuses anything else with one lin
   CHECK_THAT(captured.err.str(), ContainsSubstring("--mib must be at most 2147483647, got 3G"));
 }
 
+TEST_CASE("a seed is digits only: -1 is refused, not wrapped to 2^64 - 1") {
+  CLI::App app{"test"};
+  std::uint64_t seed = 42;
+  add_seed_option(app, seed, "seed");
+  CapturedStreams captured;
+  CHECK_FALSE(parse(app, {"--seed", "18446744073709551615"}).has_value());
+  CHECK(seed == 18446744073709551615ull);
+  for (const char* bad : {"-1", "", "1.5", "0x10", "5K", "18446744073709551616"}) {
+    CAPTURE(bad);
+    CHECK(parse(app, {"--seed", bad}) == kExitUsage);
+    CHECK_THAT(captured.err.str(), ContainsSubstring("--seed must be"));
+  }
+}
+
 TEST_CASE("sizes: digits with an optional K, M or G, decimal, and nothing else") {
   CHECK(parse_size("0") == 0);
   CHECK(parse_size("5000") == 5'000);
