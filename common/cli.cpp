@@ -1,8 +1,10 @@
 // cli.cpp: shared flags and the parse step that maps CLI11's errors to exit codes.
 #include "cli.h"
 
+#include <filesystem>
 #include <iostream>
 #include <limits>
+#include <system_error>
 
 namespace workbook {
 
@@ -14,7 +16,16 @@ void add_common_options(CLI::App& app, CommonOptions& options, DeviceFlag device
         ->type_name("N");
   }
   app.add_option_function<std::string>(
-         "--json", [&options](const std::string& path) { options.json = path.empty() ? "-" : path; },
+         "--json",
+         [&options](const std::string& path) {
+           // A folder that does not exist is refused now, not after the whole run has printed.
+           const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+           std::error_code error;
+           if (!path.empty() && path != "-" && !folder.empty() && !std::filesystem::is_directory(folder, error)) {
+             throw UsageError("--json " + path + ": the folder '" + folder.string() + "' does not exist");
+           }
+           options.json = path.empty() ? "-" : path;
+         },
          "also write the results as one JSON object to FILE (stdout when FILE is - or omitted)")
       ->expected(0, 1)
       ->type_name("[FILE]");

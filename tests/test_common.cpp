@@ -224,6 +224,10 @@ TEST_CASE("common flags parse, and bad ones map to exit code 2") {
     CHECK_FALSE(parse(app, {"--json", "out.json"}).has_value());
     CHECK(options.json == "out.json");
   }
+  SECTION("--json into a folder that does not exist exits 2 before the run") {
+    CHECK(parse(app, {"--json", "/no/such/folder/out.json"}) == kExitUsage);
+    CHECK_THAT(captured.err.str(), ContainsSubstring("the folder '/no/such/folder' does not exist"));
+  }
   SECTION("--help exits 0") { CHECK(parse(app, {"--help"}) == kExitOk); }
   SECTION("unknown flag exits 2 with one line") {
     CHECK(parse(app, {"--bogus"}) == kExitUsage);
