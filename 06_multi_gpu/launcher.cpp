@@ -1,4 +1,5 @@
 // launcher.cpp: fork/exec of the workers, their environment, supervision and the control pipes.
+// The stop signals it forwards are caught by StopSignals (stop_signals.cpp).
 #include "launcher.h"
 
 #include <fcntl.h>
@@ -13,13 +14,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
-#include <cstdio>
 #include <cstring>
-#include <iostream>
 #include <stdexcept>
 #include <iomanip>
 #include <iterator>
@@ -122,101 +120,6 @@ bool tell(int fd, const std::string& message) {
   }
   return true;
 }
-
-// ---- Stop signals ------------------------------------------------------------------------------
-// SIGTERM (a scheduler, timeout(1)), SIGINT (Ctrl-C) and SIGHUP (the terminal went away) stop a
-// launch. The handler only notes the first one and writes each one's number to a self-pipe; the
-// supervision loop, woken by that pipe, forwards them to the ranks. The ranks stay in the
-// launcher's process group (Ctrl-Z and a terminal's Ctrl-C reach all of them at once) and keep
-// the default action of these signals, so a second copy (the terminal's and ours) finds a rank
-// already ending and changes nothing.
-constexpr int kStopSignals[] = {SIGTERM, SIGINT, SIGHUP};
-volatile sig_atomic_t g_first_stop_signal = 0;
-// One launch at a time: the handlers are the process's. Atomic, because a handler may run on
-// any thread (NCCL's and CUDA's too) while the launch sets or clears it.
-std::atomic<int> g_wake_write_fd{-1};
-
-void on_stop_signal(int sig) {
-  const int saved_errno = errno;  // async-signal-safe calls only
-  if (g_first_stop_signal == 0) g_first_stop_signal = sig;
-  const unsigned char number = static_cast<unsigned char>(sig);
-  const int fd = g_wake_write_fd.load();
-  if (fd >= 0 && write(fd, &number, 1) < 0) {
-    // a full pipe (non-blocking) already holds enough to wake the loop; the first is in the flag
-  }
-  errno = saved_errno;
-}
-
-// Owns the handlers and the self-pipe for one launch. Made before the forks: the forking thread
-// blocks the signals, so a child never runs the handler between fork() and execve(); each child
-// restores the default action (execve would, but only then) and the mask it should have, and
-// ignored signals stay ignored (nohup, `cmd &` in a script). Other threads of the launcher (NCCL's
-// bootstrap thread) may run the handler; that is fine, it only writes a byte. The destructor
-// puts back the previous actions: a signal after the launch acts as it would have without it.
-class StopSignals {
- public:
-  StopSignals() {
-    sigset_t stop;
-    sigemptyset(&stop);
-    for (int s : kStopSignals) sigaddset(&stop, s);
-    pthread_sigmask(SIG_BLOCK, &stop, &mask_);
-    if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
-      const int error = errno;
-      pthread_sigmask(SIG_SETMASK, &mask_, nullptr);
-      throw std::runtime_error(std::string("pipe2: ") + std::strerror(error));
-    }
-    g_first_stop_signal = 0;
-    g_wake_write_fd = wake_[1];
-    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) {
-      sigaction(kStopSignals[i], nullptr, &previous_[i]);
-      if (previous_[i].sa_handler == SIG_IGN) continue;
-      struct sigaction catcher {};
-      catcher.sa_handler = on_stop_signal;
-      sigemptyset(&catcher.sa_mask);
-      catcher.sa_flags = SA_RESTART;
-      caught_[i] = sigaction(kStopSignals[i], &catcher, nullptr) == 0;
-    }
-  }
-  ~StopSignals() {
-    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) {
-      if (caught_[i]) sigaction(kStopSignals[i], &previous_[i], nullptr);
-    }
-    g_wake_write_fd = -1;
-    close(wake_[0]);
-    close(wake_[1]);
-    pthread_sigmask(SIG_SETMASK, &mask_, nullptr);  // one still pending acts as it would have
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-
-  // In the child after fork() (async-signal-safe): default actions back, the old mask back.
-  void reset_in_child() const {
-    struct sigaction default_action {};
-    default_action.sa_handler = SIG_DFL;
-    sigemptyset(&default_action.sa_mask);
-    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) {
-      if (caught_[i]) sigaction(kStopSignals[i], &default_action, nullptr);
-    }
-    sigprocmask(SIG_SETMASK, &mask_, nullptr);
-  }
-  // In the launcher after the forks: a signal that came meanwhile is handled now.
-  void unblock() const { pthread_sigmask(SIG_SETMASK, &mask_, nullptr); }
-  int wake_fd() const { return wake_[0]; }
-  // The signals received since the last call, in order.
-  std::vector<int> take() const {
-    std::vector<int> signals;
-    unsigned char numbers[64];
-    ssize_t got = 0;
-    while ((got = read(wake_[0], numbers, sizeof numbers)) > 0) signals.insert(signals.end(), numbers, numbers + got);
-    return signals;
-  }
-
- private:
-  sigset_t mask_{};
-  int wake_[2] = {-1, -1};
-  struct sigaction previous_[std::size(kStopSignals)] {};
-  bool caught_[std::size(kStopSignals)] = {};
-};
 
 // ---- Liveness ------------------------------------------------------------------------------------
 // What the launcher knows of a running rank besides its exit: whether waitpid(WUNTRACED) reported
@@ -367,22 +270,6 @@ std::string describe_failure(const LaunchResult& r) {
   if (!r.unresponsive) return "rank " + std::to_string(f.rank) + " failed (" + describe_exit(f) + ")";
   return "rank " + std::to_string(r.unresponsive->rank) + " stopped responding (" + r.unresponsive->how + "); rank " +
          std::to_string(f.rank) + " failed first (" + describe_exit(f) + ")";
-}
-
-void end_by_signal(int sig) {
-  std::cout.flush();
-  std::cerr.flush();
-  std::fflush(nullptr);
-  struct sigaction default_action {};
-  default_action.sa_handler = SIG_DFL;
-  sigemptyset(&default_action.sa_mask);
-  sigaction(sig, &default_action, nullptr);
-  sigset_t only;
-  sigemptyset(&only);
-  sigaddset(&only, sig);
-  pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
-  raise(sig);
-  _exit(128 + sig);  // not reached for SIGTERM, SIGINT, SIGHUP: their default action ends the process
 }
 
 LaunchResult launch_workers(const std::string& program, const std::vector<std::string>& args, int nproc,
@@ -587,7 +474,7 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
     }
     // A rank that exits after a stop signal is stopping, not failing (read after waitpid: a
     // signal to the whole group is pending here before any rank it ends can be reaped).
-    if (failed_now && !result.first_failure && g_first_stop_signal == 0) {
+    if (failed_now && !result.first_failure && stop_signals.first() == 0) {
       const ChildExit& e = *failed_now;
       result.first_failure = e;
       const Child& failed = children[static_cast<std::size_t>(e.rank)];
@@ -644,7 +531,7 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
     for (int sig : stop_signals.take()) {
       if (result.stop_signal == 0) result.stop_signal = sig;
     }
-    if (result.stop_signal == 0) result.stop_signal = g_first_stop_signal;
+    if (result.stop_signal == 0) result.stop_signal = stop_signals.first();
     signal_at_s = seconds_since(start);
   }
   if (result.stop_signal != 0) {

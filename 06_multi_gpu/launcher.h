@@ -16,6 +16,7 @@
 #pragma once
 
 #include "plan.h"
+#include "stop_signals.h"  // end_by_signal, for the program after a launch a signal stopped
 
 #include <chrono>
 #include <optional>
@@ -133,11 +134,6 @@ std::string describe_failure(const LaunchResult& r);
 // handlers are the process's). Progress lines go to `log`.
 LaunchResult launch_workers(const std::string& program, const std::vector<std::string>& args, int nproc,
                             const std::string& nccl_id_hex, LaunchBounds bounds, std::ostream& log);
-
-// Ends this process as `signal` would have (after flushing stdout and stderr), so its parent (a
-// shell, a scheduler) sees the signal it sent: the shell says 128 + signal. For the program's
-// last step after a launch ended by stop_signal.
-[[noreturn]] void end_by_signal(int signal);
 
 // The worker's end of the launcher's pipes. poll() never blocks: nullopt while nothing has
 // arrived, else the launcher's message (or a note that the launcher is gone: the pipe closed).
