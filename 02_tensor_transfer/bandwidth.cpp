@@ -42,11 +42,4 @@ std::optional<long> break_even_copies(double pin_cost_ms, double pageable_copy_m
   return static_cast<long>(std::ceil(pin_cost_ms / saving));
 }
 
-std::string format_bytes(std::size_t bytes) {
-  if (bytes >= kGiB && bytes % kGiB == 0) return std::to_string(bytes / kGiB) + " GiB";
-  if (bytes >= kMiB && bytes % kMiB == 0) return std::to_string(bytes / kMiB) + " MiB";
-  if (bytes >= kKiB && bytes % kKiB == 0) return std::to_string(bytes / kKiB) + " KiB";
-  return std::to_string(bytes) + " B";
-}
-
 }  // namespace transfer

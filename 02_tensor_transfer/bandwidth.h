@@ -37,7 +37,4 @@ double ms_per_gib(double milliseconds, std::size_t bytes);
 // faster (pinning never pays); 0 when pinning costs nothing.
 std::optional<long> break_even_copies(double pin_cost_ms, double pageable_copy_ms, double pinned_copy_ms);
 
-// "4097 B", "4 KiB", "256 MiB", "1 GiB"; sizes that are not a whole number of units in bytes.
-std::string format_bytes(std::size_t bytes);
-
 }  // namespace transfer

@@ -140,7 +140,7 @@ void measure_random_tensor(Report& report, const Options& o, int gpu, cudaStream
   std::ostream& out = report.out();
   const std::size_t bytes = static_cast<std::size_t>(o.random_mib) * kMiB;
   const auto n = static_cast<std::int64_t>(bytes / sizeof(float));
-  out << "== (2) a " << transfer::format_bytes(bytes) << " Normal(0, 1) float32 tensor: made on the host "
+  out << "== (2) a " << workbook::format_bytes(bytes) << " Normal(0, 1) float32 tensor: made on the host "
       << "and copied, or made on the GPU\n";
 
   Tensor host = Tensor::empty({n}, DType::kFloat32, Device::cpu());  // pageable, as torch.randn(n)
@@ -268,11 +268,11 @@ std::vector<Row> measure_bandwidth(Report& report, const Options& o, std::byte* 
     bool verified = true;
     for (const Row& r : rows) verified = verified && (r.bytes != bytes || r.verified);
     all_verified = all_verified && verified;
-    out << format("   %8s | %8.2f %8.2f | %8.2f %8.2f | %10.2f %8.2f | %8.1f | %s\n", transfer::format_bytes(bytes).c_str(),
+    out << format("   %8s | %8.2f %8.2f | %8.2f %8.2f | %10.2f %8.2f | %8.1f | %s\n", workbook::format_bytes(bytes).c_str(),
                   rate("pageable", "h2d"), rate("pageable", "d2h"), rate("pinned", "h2d"), rate("pinned", "d2h"),
                   rate("registered", "h2d"), rate("registered", "d2h"), rate("device", "d2d"),
                   verified ? "ok" : "MISMATCH");
-    if (!verified) report.check(false, "copies of " + transfer::format_bytes(bytes) + " did not reproduce the source");
+    if (!verified) report.check(false, "copies of " + workbook::format_bytes(bytes) + " did not reproduce the source");
   }
   for (const Row& r : rows) {
     nlohmann::json j = stats_json(r.t);
@@ -304,7 +304,7 @@ void summarize_headline(Report& report, const std::vector<Row>& rows) {
     const double fraction = pinned->gbps() / best->gbps();
     report.out() << format("   pinned %s at 256 MiB: %.2f GB/s = %.1f%% of the best %s rate measured (%.2f GB/s, %s, %s)\n",
                            std::strcmp(direction, "h2d") == 0 ? "H2D" : "D2H", pinned->gbps(), 100.0 * fraction,
-                           direction, best->gbps(), best->kind.c_str(), transfer::format_bytes(best->bytes).c_str());
+                           direction, best->gbps(), best->kind.c_str(), workbook::format_bytes(best->bytes).c_str());
     headline[std::string("pinned_") + direction + "_256mib_gbps"] = pinned->gbps();
     headline[std::string("best_") + direction + "_gbps"] = best->gbps();
     headline[std::string("pinned_") + direction + "_fraction_of_best"] = fraction;
@@ -380,7 +380,7 @@ void measure_pinning_cost(Report& report, const Options& o, const std::vector<Ro
   auto copies_text = [](const std::optional<long>& c) { return c ? std::to_string(*c) : std::string("never"); };
   auto per_gib = [bytes](const Stats& t) { return transfer::ms_per_gib(t.median, bytes); };
 
-  out << "== (4) the cost of page-locking " << transfer::format_bytes(bytes) << " (median of " << repeats
+  out << "== (4) the cost of page-locking " << workbook::format_bytes(bytes) << " (median of " << repeats
       << "), in ms per GiB\n";
   out << format("   %-40s %8s %8s\n", "", "acquire", "release");
   out << format("   %-40s %8.1f %8.1f\n", "malloc + first touch, free (pageable)", per_gib(touch.acquire),
@@ -390,7 +390,7 @@ void measure_pinning_cost(Report& report, const Options& o, const std::vector<Ro
   out << format("   %-40s %8.1f %8.1f\n", "cudaHostRegister, cudaHostUnregister", per_gib(reg.acquire),
                 per_gib(reg.release));
   out << format("   one H2D copy of %s: pageable %.2f ms, pinned %.2f ms, registered %.2f ms\n",
-                transfer::format_bytes(bytes).c_str(), pageable_ms, pinned_ms, registered_ms);
+                workbook::format_bytes(bytes).c_str(), pageable_ms, pinned_ms, registered_ms);
   out << format("   break-even: cudaMallocHost instead of malloc pays after %s copies, cudaHostRegister after %s\n",
                 copies_text(pin_copies).c_str(), copies_text(reg_copies).c_str());
   nlohmann::json j = {{"bytes", bytes},
@@ -438,7 +438,7 @@ void measure_non_blocking(Report& report, const Options& o, std::byte* d_a, std:
   std::ostream& out = report.out();
   const std::size_t bytes = std::min<std::size_t>((o.common.quick ? 16 : 64) * kMiB, device_bytes);
   out << format("== (5) non_blocking: host time inside cudaMemcpyAsync of %s queued behind a %.0f ms kernel\n",
-                transfer::format_bytes(bytes).c_str(), o.spin_ms);
+                workbook::format_bytes(bytes).c_str(), o.spin_ms);
   nlohmann::json j = {{"bytes", bytes}, {"spin_ms", o.spin_ms}};
   for (const HostMemory kind : {HostMemory::kPageable, HostMemory::kPinned}) {
     HostBuffer host(bytes, kind);
@@ -549,7 +549,7 @@ int run(int argc, char** argv) {
                          static_cast<double>(before.total) / kGiB, static_cast<double>(before.free) / kGiB);
   report.out() << format("   cudaMalloc of 2 x %s: free fell by %.1f MiB (asked for %.1f MiB); after cudaFree: "
                          "free %.2f GiB\n",
-                         transfer::format_bytes(buffer_bytes).c_str(), taken / kMiB,
+                         workbook::format_bytes(buffer_bytes).c_str(), taken / kMiB,
                          2.0 * static_cast<double>(buffer_bytes) / kMiB, static_cast<double>(after.free) / kGiB);
   report.json()["memory"] = {{"total_bytes", before.total},
                              {"free_before_bytes", before.free},

@@ -3,6 +3,7 @@
 #include "tensor_transfer.cuh"
 
 #include "cuda_check.h"
+#include "globaltimer.cuh"
 #include "nvtx.h"
 
 #include <algorithm>
@@ -13,15 +14,9 @@
 namespace transfer {
 namespace {
 
-__device__ unsigned long long global_timer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 __global__ void spin_kernel(unsigned long long nanoseconds) {
-  const unsigned long long start = global_timer_ns();
-  while (global_timer_ns() - start < nanoseconds) __nanosleep(1000);  // sleep: leave the SM quiet
+  const unsigned long long start = workbook::global_timer_ns();
+  while (workbook::global_timer_ns() - start < nanoseconds) __nanosleep(1000);  // sleep: leave the SM quiet
 }
 
 // xoshiro256+ (Blackman and Vigna): fast; its lowest bits are weak, and fill_normal_cpu skips them.

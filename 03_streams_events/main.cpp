@@ -9,7 +9,7 @@
 //
 // Order of work: reference and checks first (every schedule against the serial result, bit for
 // bit), then timing, then the report.
-#include "chrome_trace.h"
+#include "trace.h"
 #include "overlap_bound.h"
 #include "pipeline.h"
 #include "streams_events.cuh"

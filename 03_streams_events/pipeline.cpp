@@ -43,18 +43,6 @@ void enqueue_serial(const Batch& b, cudaStream_t stream) {
   for (int c = 0; c < b.chunks; ++c) enqueue_copy_out(b, c, stream);
 }
 
-std::vector<TraceOp> TraceRecorder::ops() const {
-  std::vector<TraceOp> out;
-  out.reserve(pending_.size());
-  for (const Pending& p : pending_) {
-    p.stop.synchronize();
-    const double start_us = 1000.0 * workbook::elapsed_ms(origin_, p.start);
-    const double stop_us = 1000.0 * workbook::elapsed_ms(origin_, p.stop);
-    out.push_back({p.name, p.category, p.track, start_us, stop_us - start_us});
-  }
-  return out;
-}
-
 void ForkJoin::fork(const std::vector<cudaStream_t>& streams) {
   forked_.record(streams.front());
   for (std::size_t k = 1; k < streams.size(); ++k) CUDA_CHECK(cudaStreamWaitEvent(streams[k], forked_.get(), 0));

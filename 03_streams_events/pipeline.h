@@ -12,7 +12,7 @@
 // the results. Host buffers must be pinned, or cudaMemcpyAsync is no longer asynchronous.
 #pragma once
 
-#include "chrome_trace.h"
+#include "trace.h"
 #include "stream.h"
 
 #include <cuda_runtime_api.h>
@@ -22,6 +22,9 @@
 #include <vector>
 
 namespace streams_events {
+
+using workbook::TraceOp;
+using workbook::TraceRecorder;
 
 // The whole workload: `chunks` chunks of `chunk_elements` floats, pinned on the host, and room
 // for all of them on the device (so no chunk ever waits for a buffer to be recycled).
@@ -47,47 +50,6 @@ void enqueue_copy_out(const Batch& b, int chunk, cudaStream_t stream);
 // Stage at a time on one stream: every copy in, then every kernel, then every copy out. This is
 // what code without streams does, and the time the overlap is measured against.
 void enqueue_serial(const Batch& b, cudaStream_t stream);
-
-// Records a pair of timing events around each traced operation; the times are read afterwards,
-// relative to an origin event recorded before the traced work (every traced stream must be
-// ordered after that origin, which the pipelines' fork does).
-class TraceRecorder {
- public:
-  explicit TraceRecorder(std::vector<std::string> track_names) : tracks_(std::move(track_names)) {}
-  // Time zero: the first call records it, later calls (a second traced schedule) keep it.
-  void mark_origin(cudaStream_t stream) {
-    if (origin_marked_) return;
-    origin_.record(stream);
-    origin_marked_ = true;
-  }
-
-  template <class Enqueue>
-  void op(cudaStream_t stream, int track, std::string name, std::string category, Enqueue&& enqueue) {
-    Pending& p = pending_.emplace_back(Pending{std::move(name), std::move(category), track,
-                                               workbook::Event(workbook::EventTiming::kEnabled),
-                                               workbook::Event(workbook::EventTiming::kEnabled)});
-    p.start.record(stream);
-    enqueue();
-    p.stop.record(stream);
-  }
-
-  // Waits for the traced work, then converts the events to microseconds after the origin.
-  std::vector<TraceOp> ops() const;
-  const std::vector<std::string>& tracks() const { return tracks_; }
-
- private:
-  struct Pending {
-    std::string name;
-    std::string category;
-    int track;
-    workbook::Event start;
-    workbook::Event stop;
-  };
-  std::vector<std::string> tracks_;
-  workbook::Event origin_{workbook::EventTiming::kEnabled};
-  bool origin_marked_ = false;
-  std::vector<Pending> pending_;
-};
 
 // Fork: streams[1..] wait for what streams[0] has queued so far. Join: streams[0] waits for
 // everything the others queued. Both are GPU-side waits (cudaStreamWaitEvent): the host never blocks.

@@ -4,6 +4,7 @@
 #include "streams_events.cuh"
 
 #include "cuda_check.h"
+#include "globaltimer.cuh"
 
 #include <cmath>
 
@@ -40,16 +41,10 @@ __global__ void transform_kernel(const float* __restrict__ in, float* __restrict
   }
 }
 
-__device__ unsigned long long global_timer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 __global__ void spin_kernel(long long nanoseconds, unsigned long long* elapsed_out) {
-  const unsigned long long start = global_timer_ns();
+  const unsigned long long start = workbook::global_timer_ns();
   unsigned long long now = start;
-  while (now - start < static_cast<unsigned long long>(nanoseconds)) now = global_timer_ns();
+  while (now - start < static_cast<unsigned long long>(nanoseconds)) now = workbook::global_timer_ns();
   if (elapsed_out != nullptr) *elapsed_out = now - start;
 }
 

@@ -7,8 +7,9 @@
 #include "linear_regression.cuh"
 
 #include "cuda_check.h"
-#include "curand_generator.h"
 #include "nvtx.h"
+#include "regression_data.h"
+#include "stats.h"
 #include "stream.h"
 
 #include <algorithm>
@@ -46,18 +47,6 @@ __device__ float block_sum(float v) {
   }
   __syncthreads();  // warp_totals may be written again by the next call
   return v;
-}
-
-__global__ void make_data_kernel(float* x, float* y, const float* noise, float sigma, std::int64_t n) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    // Explicit roundings (no contraction into an FMA): the host's make_dataset_cpu matches bit for bit.
-    const float xi = __fmul_rn(static_cast<float>(i), kXStep);
-    float yi = __fadd_rn(__fmul_rn(kTrueW, xi), kTrueB);
-    if (noise != nullptr) yi = __fadd_rn(yi, __fmul_rn(sigma, noise[i]));
-    x[i] = xi;
-    y[i] = yi;
-  }
 }
 
 // nn.Linear(1, 1) on a column of n inputs: what addmm computes for one weight and one bias.
@@ -119,20 +108,6 @@ __global__ void sgd_step_kernel(float* params, const float* grads, float lr) {
   if (j < 2) params[j] -= lr * grads[j];
 }
 
-// Device-side noise: cuRAND's Philox4x32-10 generator writes n (rounded up to even) normals.
-void generate_normal(float* out, std::int64_t count, std::uint64_t seed, cudaStream_t stream) {
-  workbook::CurandGenerator generator(workbook::RngLocation::kDevice, seed, stream);
-  generator.normal(out, static_cast<std::size_t>(count), 0.0f, 1.0f);
-}
-
-std::int64_t even(std::int64_t n) { return ceil_div(n, 2) * 2; }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
-
 }  // namespace
 
 int reduction_blocks(std::int64_t n) {
@@ -143,8 +118,8 @@ int reduction_blocks(std::int64_t n) {
 ByteCount gpu_bytes_needed(std::int64_t points, int epochs) {
   ByteCount need;
   need.add(points, sizeof(float), 2);  // x, y
-  need.add(points / 2 + points % 2, 2 * sizeof(float));  // predictions, even(points) of them (the noise
-                                                          // while the data is made)
+  need.add(points, sizeof(float));  // predictions
+  need.add(noise_count(points), sizeof(float));  // the noise, while the data is made
   need.add(2 * kMaxReductionBlocks + 2 + 2 + 1, sizeof(float));  // partials, params, grads, test MSE
   need.add(epochs, sizeof(float));  // losses
   return need;
@@ -152,11 +127,6 @@ ByteCount gpu_bytes_needed(std::int64_t points, int epochs) {
 
 void require_gpu_memory(std::int64_t points, int epochs) {
   workbook::require_gpu_memory("--points " + std::to_string(points), gpu_bytes_needed(points, epochs));
-}
-
-void launch_make_data(float* x, float* y, const float* noise, float sigma, std::int64_t n, cudaStream_t stream) {
-  make_data_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(x, y, noise, sigma, n);
-  CUDA_CHECK_LAUNCH();
 }
 
 void launch_forward(const float* x, const float* params, float* pred, std::int64_t n, cudaStream_t stream) {
@@ -193,7 +163,7 @@ GpuRegression::GpuRegression(const Config& config, cudaStream_t stream)
       stream_(stream),
       x_(config.points),
       y_(config.points),
-      pred_(even(config.points)),
+      pred_(config.points),
       partials_(2 * kMaxReductionBlocks),
       params_(2),
       grads_(2),
@@ -202,13 +172,9 @@ GpuRegression::GpuRegression(const Config& config, cudaStream_t stream)
       host_losses_(config.epochs),
       host_scalars_(3) {
   NvtxRange range("make data");
-  const float* noise = nullptr;
-  if (config.noise > 0.0) {
-    generate_normal(pred_.data(), even(config.points), config.seed, stream_);  // pred is free until training
-    noise = pred_.data();
-  }
-  launch_make_data(x_.data(), y_.data(), noise, static_cast<float>(config.noise), config.points, stream_);
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  const DeviceBuffer<float> noise = make_noise_on_gpu(config, stream_);
+  launch_make_data(x_.data(), y_.data(), noise.data(), config.noise, 0, config.points, stream_);
+  CUDA_CHECK(cudaStreamSynchronize(stream_));  // before the noise is freed
 }
 
 Dataset GpuRegression::copy_dataset() const {
@@ -221,7 +187,7 @@ Dataset GpuRegression::copy_dataset() const {
   return d;
 }
 
-TrainingResult GpuRegression::train(const LossPrinter& print, StepTiming timing) {
+TrainingResult GpuRegression::train(const LossPrinter& print, StepTimes* steps) {
   NvtxRange range("train");
   const std::int64_t n = split_.train;
   const float lr = static_cast<float>(config_.lr);
@@ -231,11 +197,11 @@ TrainingResult GpuRegression::train(const LossPrinter& print, StepTiming timing)
 
   // Five timestamps per epoch when timing the steps: before forward, after forward, loss, backward, step.
   std::vector<Event> marks;
-  if (timing == StepTiming::kOn) {
+  if (steps != nullptr) {
     for (int i = 0; i < 5 * config_.epochs; ++i) marks.emplace_back(EventTiming::kEnabled);
   }
   auto mark = [&](int epoch, int k) {
-    if (timing == StepTiming::kOn) marks[5 * epoch + k].record(stream_);
+    if (steps != nullptr) marks[5 * epoch + k].record(stream_);
   };
   Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled), losses_copied;
 
@@ -298,12 +264,12 @@ TrainingResult GpuRegression::train(const LossPrinter& print, StepTiming timing)
   r.b = host_scalars_.data()[1];
   r.test_mse = host_scalars_.data()[2];
 
-  if (timing == StepTiming::kOn) {
+  if (steps != nullptr) {
     std::vector<double> t[4];
     for (int e = 0; e < run; ++e) {
       for (int k = 0; k < 4; ++k) t[k].push_back(elapsed_ms(marks[5 * e + k], marks[5 * e + k + 1]));
     }
-    r.step_times = StepTimes{median(t[0]), median(t[1]), median(t[2]), median(t[3])};
+    *steps = StepTimes{median(t[0]), median(t[1]), median(t[2]), median(t[3])};
   }
   return r;
 }

@@ -4,7 +4,7 @@
 //   workbook::Stream stream;
 //   workbook::regression::require_gpu_memory(config.points, config.epochs);  // before allocating
 //   workbook::regression::GpuRegression gpu(config, stream.get());          // data made on the GPU
-//   TrainingResult got = gpu.train(print_loss, StepTiming::kOn);
+//   TrainingResult got = gpu.train(print_loss, &step_times);
 //
 // Host-only declarations with plain types: g++ compiles this header; the kernels live in the .cu.
 #pragma once
@@ -20,8 +20,8 @@
 
 namespace workbook::regression {
 
-// GPU memory one run needs: x, y and the predictions (which also hold the noise while the data is
-// made), the reduction partials and the per-epoch losses.
+// GPU memory one run needs: x, y, the predictions, the noise while the data is made, the
+// reduction partials and the per-epoch losses.
 // The count saturates rather than wrapping for an absurd --points.
 ByteCount gpu_bytes_needed(std::int64_t points, int epochs);
 
@@ -34,8 +34,7 @@ void require_gpu_memory(std::int64_t points, int epochs);
 int reduction_blocks(std::int64_t n);
 
 // One launcher per kernel: grid math, launch, launch check. All asynchronous on `stream`.
-// noise may be null (sigma 0); params = {w, b} and grads = {dL/dw, dL/db} live on the device.
-void launch_make_data(float* x, float* y, const float* noise, float sigma, std::int64_t n, cudaStream_t stream);
+// params = {w, b} and grads = {dL/dw, dL/db} live on the device.
 void launch_forward(const float* x, const float* params, float* pred, std::int64_t n, cudaStream_t stream);
 void launch_mse_loss(const float* pred, const float* y, std::int64_t n, float* partials, float* loss,
                      cudaStream_t stream);
@@ -45,7 +44,7 @@ void launch_sgd_step(float* params, const float* grads, float lr, cudaStream_t s
 
 class GpuRegression {
  public:
-  // Allocates on the current device and generates X and y there (cuRAND for the noise).
+  // Allocates on the current device and makes X and y there (common/regression_data.h).
   GpuRegression(const Config& config, cudaStream_t stream);
 
   // The GPU's data, copied to the host for the reference (synchronizes).
@@ -53,7 +52,8 @@ class GpuRegression {
 
   // Runs the epoch loop from w = 0.83, b = 0.7645. The only host synchronization inside the loop
   // is the loss read every print_every epochs; training_ms is CUDA-event time of the whole loop.
-  TrainingResult train(const LossPrinter& print = {}, StepTiming timing = StepTiming::kOff);
+  // `steps`, when given, gets each step's median time (events between the kernels).
+  TrainingResult train(const LossPrinter& print = {}, StepTimes* steps = nullptr);
 
   // A device-to-device copy of the training X (bytes read + written per ms): the bandwidth
   // ceiling the memory-bound steps are measured against.

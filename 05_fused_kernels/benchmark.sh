@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # benchmark.sh [BUILD_DIR [RESULTS_DIR]]: chapter 05's full measurement on a GPU machine (~3 minutes).
-# 1. the program's default mode (5M points: every variant checked, timed, per-kernel breakdown),
-#    then, untimed, a Chrome trace of 3 epochs of variants 1, 3, 4 and 6 (trace.json);
-# 2. the sweep (9 sizes x 7 variants, CSV + JSON); 3. the PyTorch modes over the same sizes;
-# 4. Nsight Compute on one fused kernel at 50M points (clocks left alone); 5. plots + summary.md,
-#    and the trace drawn by chapter 03's plot_trace.py (trace.png).
+# 1. the lesson's default run (5M points: every variant checked, then timed);
+# 2. the bench: the sweep (9 sizes x 7 variants, CSV + JSON), then at 5M points the per-kernel
+#    breakdown of variants 1 and 3 and, untimed, a Chrome trace of 3 epochs of variants 1, 3, 4, 6;
+# 3. the PyTorch modes over the same sizes; 4. Nsight Compute on one fused kernel at 50M points
+#    (clocks left alone); 5. plots + summary.md, and the trace drawn by chapter 03's plot_trace.py.
 # BUILD_DIR defaults to build/05_fused_kernels, RESULTS_DIR to 05_fused_kernels/results (the files
 # the README quotes); without a usable GPU: one line saying why, exit 77.
 set -euo pipefail
@@ -12,12 +12,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
 source "$here/../common/benchmark_start.sh" 05_fused_kernels fused_kernels "$@"
 program=$build/fused_kernels
+bench=$build/fused_kernels_bench
 mkdir -p "$results"
 status=0
 export PYTHONUNBUFFERED=1
 
-"$program" --json "$results/fused.json" --trace "$results/trace.json" | tee "$results/fused.txt" || status=1
-"$program" --sweep --csv "$results/sweep.csv" --json "$results/sweep.json" | tee "$results/sweep.txt" || status=1
+"$program" --json "$results/fused.json" | tee "$results/fused.txt" || status=1
+"$bench" --sweep --csv "$results/sweep.csv" --json "$results/sweep.json" | tee "$results/sweep.txt" || status=1
+"$bench" --breakdown --trace "$results/trace.json" --json "$results/breakdown.json" | tee "$results/breakdown.txt" \
+  || status=1
 python3 "$here/pytorch_fused.py" --csv "$results/pytorch_sweep.csv" --json "$results/pytorch_sweep.json" \
   | tee "$results/pytorch_sweep.txt" || status=1
 
@@ -33,5 +36,5 @@ fi
 
 python3 "$here/plot_fused.py" "$results" | tee "$results/summary.md" || status=1
 python3 "$here/../03_streams_events/plot_trace.py" "$results/trace.json" "$results/trace.png" \
-  "fused_kernels --trace: CUDA event timestamps per variant and stream" || status=1
+  "fused_kernels_bench --trace: CUDA event timestamps per variant and stream" || status=1
 exit $status

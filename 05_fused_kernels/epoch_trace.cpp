@@ -44,14 +44,14 @@ TraceLayout trace_layout(const std::vector<Variant>& selected) {
   return layout;
 }
 
-std::vector<TracedVariant> summarize_trace(const std::vector<streams_events::TraceOp>& ops, const TraceLayout& layout,
+std::vector<TracedVariant> summarize_trace(const std::vector<TraceOp>& ops, const TraceLayout& layout,
                                            int epochs) {
   std::vector<TracedVariant> out;
   for (std::size_t i = 0; i < layout.variants.size(); ++i) {
     const int first = layout.first_track[i];
     const int last = first + trace_track_count(layout.variants[i]);
     std::vector<std::pair<double, double>> spans;  // [start, end) of each op, microseconds
-    for (const streams_events::TraceOp& op : ops) {
+    for (const TraceOp& op : ops) {
       if (op.track >= first && op.track < last) spans.emplace_back(op.start_us, op.start_us + op.duration_us);
     }
     TracedVariant t;

@@ -1,16 +1,16 @@
-// epoch_trace.h: what `fused_kernels --trace FILE` records of the training loop, in plain C++ (the
-// CPU tests check it without a GPU): which variants, one track per CUDA stream of each, and what
-// the recorded operations add up to. The recording itself is chapter 03's TraceRecorder (CUDA
-// events around each operation) and the file is chapter 03's Chrome-trace writer.
+// epoch_trace.h: what `fused_kernels_bench --trace FILE` records of the training loop, in plain
+// C++ (the CPU tests check it without a GPU): which variants, one track per CUDA stream of each,
+// and what the recorded operations add up to. The recording is common/trace.h's TraceRecorder
+// (CUDA events around each operation), and so is the Chrome-trace writer.
 //
 //   TraceLayout layout = trace_layout(parse_variants("all"));       // variants 1, 3, 4, 6: 8 tracks
-//   streams_events::TraceRecorder recorder(layout.tracks);
-//   gpu.trace_epochs(layout.variants[i], 2, 3, recorder, layout.first_track[i]);  // untimed pass
-//   streams_events::write_chrome_trace("trace.json", recorder.ops(), layout.tracks);
+//   workbook::TraceRecorder recorder(layout.tracks);
+//   ... bench_fused.cpp records kTracedEpochs epochs of each, after kTraceWarmupEpochs ...
+//   workbook::write_chrome_trace("trace.json", recorder.ops(), layout.tracks);
 //   std::vector<TracedVariant> seen = summarize_trace(recorder.ops(), layout, 3);
 #pragma once
 
-#include "chrome_trace.h"  // chapter 03: streams_events::TraceOp, write_chrome_trace
+#include "trace.h"
 #include "fused_kernels.cuh"
 
 #include <string>
@@ -31,7 +31,7 @@ bool is_traceable(Variant v);
 int trace_track_count(Variant v);
 
 // GPU operations recorded per epoch, each between a pair of events: 1: forward, loss, backward,
-// step (04's loss and backward are two kernels each, launched together); 3: fused sums, update;
+// step (the loss and the backward pass are two kernels each, launched together); 3: fused sums, update;
 // 4: fused sums with the last block's step; 6: one segment per side stream, then the update.
 int traced_ops_per_epoch(Variant v);
 
@@ -54,7 +54,7 @@ struct TracedVariant {
   double epoch_us = 0.0;
   double busy_us = 0.0;
 };
-std::vector<TracedVariant> summarize_trace(const std::vector<streams_events::TraceOp>& ops, const TraceLayout& layout,
+std::vector<TracedVariant> summarize_trace(const std::vector<TraceOp>& ops, const TraceLayout& layout,
                                            int epochs);
 
 }  // namespace workbook::fused

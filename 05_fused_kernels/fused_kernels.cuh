@@ -1,31 +1,25 @@
-// fused_kernels.cuh: chapter 05's GPU side: the chapter-04 regression trained by seven variants,
-// from 04's four kernels per step down to one launch for every epoch.
+// fused_kernels.cuh: what chapter 05's lesson (fused_kernels.cu) offers its bench and its tests:
+// the ladder of variants, and one GPU's training state with a launcher for every kernel.
 //
 //   workbook::Stream stream;
-//   workbook::fused::FusedRegression gpu(config, stream.get());   // data made on the GPU (04's kernel)
-//   TrainingResult r = gpu.train(Variant::kLastBlock);             // one run, CUDA-event timed
-//   double gbps = workbook::fused::measure_copy_gbps(1 << 30, stream.get());   // the ceiling
+//   workbook::fused::FusedTraining gpu(config, stream.get());   // X and y made on the GPU
+//   TrainingResult r = gpu.train(Variant::kLastBlock);           // every epoch, CUDA-event timed
 //
 // Host-only declarations with plain types (g++ compiles this header); the kernels live in the .cu.
 #pragma once
 
 #include "compute_capability.h"
 #include "device_buffer.h"
-#include "regression.h"
+#include "gpu_memory.h"
+#include "regression_problem.h"
 #include "stream.h"
 
 #include <cuda_runtime_api.h>
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
-
-namespace streams_events {
-class TraceRecorder;  // chapter 03 (pipeline.h): a pair of CUDA events around each traced operation
-}
 
 namespace workbook::fused {
 
@@ -44,13 +38,22 @@ enum class Variant {
   kPersistent = 7,   // one launch for all epochs: a thread-block cluster with a cluster barrier (cc 9.0+)
 };
 inline constexpr int kVariantCount = 7;
+inline constexpr int kStreamCount = 4;      // variant 6: the article's four streams
+inline constexpr int kClusterThreads = 512;  // variant 7: threads per block of the cluster
+
 std::vector<Variant> all_variants();
-const char* variant_name(Variant v);    // "unfused", "atomic", ...
-const char* variant_detail(Variant v);  // one line for the report
+const char* variant_name(Variant v);  // "unfused", "atomic", ...
+std::string label(Variant v);         // "4 last_block"
 // Variants whose float additions run in an order fixed by n and the GPU: bit-identical reruns.
 bool is_deterministic(Variant v);
+// "all" or a comma-separated list of 1..7 ("1,3,7"). Throws UsageError naming --variant.
+std::vector<Variant> parse_variants(const std::string& text);
 
-inline constexpr int kStreamCount = 4;  // variant 6: the article's four streams
+// Bytes one epoch must read (X and y of the training points, 4 bytes each), and what a run of
+// `epochs` in `ms` achieves against that: GB/s (1e9 bytes per second) and microseconds per epoch.
+double bytes_read_per_epoch(std::int64_t train_points);
+double achieved_gbps(std::int64_t train_points, int epochs, double ms);
+double us_per_epoch(int epochs, double ms);
 
 // How a variant launches for a given size: what the report prints and the tests reason with.
 struct LaunchShape {
@@ -59,16 +62,21 @@ struct LaunchShape {
   int launches_per_epoch = 0;  // kernel launches the host issues per epoch (0: one launch in all)
 };
 
-// Per-epoch time of each kernel of one run (milliseconds, medians over the epochs).
-using Breakdown = std::vector<std::pair<std::string, double>>;
+// Variant 6's segments: K contiguous pieces, each a multiple of 4 points long (16-byte aligned).
+struct Segment {
+  std::int64_t first;
+  std::int64_t count;
+};
 
-class FusedRegression {
+class FusedTraining {
  public:
-  // Allocates on the current device and makes X and y with chapter 04's data kernel.
-  FusedRegression(const Config& config, cudaStream_t stream);
-  ~FusedRegression();
-  FusedRegression(const FusedRegression&) = delete;
-  FusedRegression& operator=(const FusedRegression&) = delete;
+  // Allocates on the current device and makes X and y there (common/regression_data.h).
+  // Throws GpuMemoryError naming --points when bytes_needed(config) is more than is free.
+  FusedTraining(const Config& config, cudaStream_t stream);
+  static ByteCount bytes_needed(const Config& config);
+  ~FusedTraining();
+  FusedTraining(const FusedTraining&) = delete;
+  FusedTraining& operator=(const FusedTraining&) = delete;
 
   Dataset copy_dataset() const;  // the GPU's data on the host, for the reference (synchronizes)
 
@@ -82,23 +90,30 @@ class FusedRegression {
   // the losses stay on the GPU until the end. training_ms: CUDA events around the epoch loop.
   TrainingResult train(Variant v);
 
-  // Variant 1 or 3 with an event between kernels: forward/loss/backward/step, or fused/update.
-  Breakdown breakdown(Variant v);
+  // The pieces of an epoch, each queued on the training stream (side streams for variant 6's
+  // segments): what train() runs, and what the bench puts its events around.
+  void reset_params();                                     // w = 0.83, b = 0.7645
+  void unfused_forward();                                  // variant 1
+  void unfused_loss(int epoch);
+  void unfused_backward();
+  void unfused_step();
+  void atomic_epoch(int epoch);                            // variant 2: sums kernel + update kernel
+  void block_partials(Segment points, int column, int stride, cudaStream_t stream);  // variants 3, 6
+  void update(int epoch, int partial_count, int stride);   // variants 3, 6
+  void last_block_epoch(int epoch);                        // variants 4, 5
+  void streams_epoch(int epoch);                           // variant 6
+  void persistent_all_epochs();                            // variant 7
+  void epoch(Variant v, int epoch);                        // one epoch of variants 1-4 and 6
 
-  // For --trace, apart from any timed run: `warmup` epochs of variant v (1, 3, 4 or 6: see
-  // epoch_trace.h), then `epochs` more with each GPU operation between a pair of CUDA events in
-  // `trace`, on tracks first_track... (variant 6: its stream, then one per side stream). Waits for them.
-  void trace_epochs(Variant v, int warmup, int epochs, streams_events::TraceRecorder& trace, int first_track);
-
+  Segment segment(int k) const;  // variant 6's k-th piece of the training points
+  cudaStream_t stream() const { return stream_; }
+  cudaStream_t side_stream(int k);  // variant 6's streams, made on first use
   std::int64_t train_points() const { return train_points_; }
+  int epochs() const { return config_.epochs; }
 
  private:
-  void prepare(Variant v);  // variant 6's streams, variant 5's graph: made on first use
-  // `trace`, when given, gets a pair of events around each operation (--trace only; never timed).
-  void launch_epoch(Variant v, int epoch, std::vector<Event>* marks, streams_events::TraceRecorder* trace = nullptr,
-                    int first_track = 0);
-  void launch_all_epochs(Variant v);
-  void build_graph();
+  void capture_graph();
+  void probe_clusters();  // sets cluster_code_arch_ and max_cluster_
   int cluster_blocks() const;
 
   Config config_;
@@ -108,19 +123,14 @@ class FusedRegression {
   int multiprocessors_ = 0;
   ComputeCapability capability_;
   int cluster_code_arch_ = 0;  // __CUDA_ARCH__ / 10 of variant 7's kernel as loaded (90 on Hopper builds)
-  int max_cluster_ = 0;  // 0: no clusters on this GPU
-  DeviceBuffer<float> x_, y_, pred_, partials_, atomic_slots_, params_, losses_, test_mse_;
+  int max_cluster_ = 0;        // 0: no clusters on this GPU
+  DeviceBuffer<float> x_, y_, pred_, partials_, grads_, atomic_slots_, params_, losses_, test_mse_;
   DeviceBuffer<unsigned> done_count_;
-  PinnedBuffer<float> host_;
-  std::vector<Stream> side_streams_;  // variant 6, made on first use
+  std::vector<Stream> side_streams_;
   std::vector<Event> side_done_;
   Event params_ready_;
   cudaGraph_t graph_ = nullptr;  // variant 5, captured on first use
   cudaGraphExec_t graph_exec_ = nullptr;
 };
-
-// Device-to-device copy of `bytes` (warm-up, then the median of 10): GB/s counting the bytes read
-// plus the bytes written, as PyTorch's and nvbandwidth's copy figures do.
-double measure_copy_gbps(std::size_t bytes, cudaStream_t stream);
 
 }  // namespace workbook::fused

@@ -4,7 +4,8 @@
 time_vs_size.png   training time (200 epochs) against points, log-log: every CUDA variant
                    (sweep.csv) and every PyTorch mode (pytorch_sweep.csv);
 per_operation.png  per-epoch time of each kernel / step at 5M points: 04's unfused kernels,
-                   the fused kernel + update (fused.json), PyTorch eager's steps (pytorch_sweep.json).
+                   the fused kernel + update (breakdown.json, from fused_kernels_bench --breakdown), PyTorch
+                   eager's steps (pytorch_sweep.json).
 Prints summary.md (a Markdown table and the chapter's targets, judged) on stdout.
 """
 import csv
@@ -45,7 +46,7 @@ def main():
     require("matplotlib.pyplot")
     cuda = read_rows(os.path.join(d, "sweep.csv"))
     torch_rows = read_rows(os.path.join(d, "pytorch_sweep.csv"))
-    fused = json.load(open(os.path.join(d, "fused.json"))) if os.path.exists(os.path.join(d, "fused.json")) else {}
+    fused = json.load(open(os.path.join(d, "breakdown.json"))) if os.path.exists(os.path.join(d, "breakdown.json")) else {}
     pyt = json.load(open(os.path.join(d, "pytorch_sweep.json"))) if os.path.exists(
         os.path.join(d, "pytorch_sweep.json")) else {}
 

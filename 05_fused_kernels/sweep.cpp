@@ -1,7 +1,8 @@
-// sweep.cpp: sizes, variants, learning rate per size, bandwidth arithmetic and the CSV/JSON rows.
+// sweep.cpp: the sweep's sizes, and its rows as text, CSV and JSON.
 #include "sweep.h"
 
-#include "cli.h"  // split_commas, parse_size_list
+#include "cli.h"  // parse_size_list
+#include "format.h"
 #include "exit_codes.h"
 
 #include <algorithm>
@@ -18,38 +19,20 @@ std::vector<std::int64_t> parse_sizes(const std::string& text) {
   return parse_size_list("--sizes", text, 2, 2'000'000'000);
 }
 
-std::vector<Variant> parse_variants(const std::string& text) {
-  if (text == "all") return all_variants();
-  std::vector<Variant> variants;
-  for (const std::string& part : list_items("--variant", text)) {
-    if (part.size() != 1 || part[0] < '1' || part[0] > '0' + kVariantCount) {
-      throw UsageError("--variant must be 'all' or a list of 1.." + std::to_string(kVariantCount) + ", got '" +
-                       text + "'");
-    }
-    const Variant v = static_cast<Variant>(part[0] - '0');
-    if (std::find(variants.begin(), variants.end(), v) == variants.end()) variants.push_back(v);
-  }
-  if (variants.empty()) throw UsageError("--variant must be 'all' or a list of 1..7, got ''");
-  return variants;
-}
-
-double sweep_lr(double base_lr, std::int64_t points) {
-  if (points <= kArticlePoints) return base_lr;
-  const double ratio = static_cast<double>(kArticlePoints) / static_cast<double>(points);
-  return base_lr * ratio * ratio;
-}
-
-double bytes_read_per_epoch(std::int64_t train_points) { return 8.0 * static_cast<double>(train_points); }
-
-double achieved_gbps(std::int64_t train_points, int epochs, double ms) {
-  return bytes_read_per_epoch(train_points) * epochs / (ms * 1e6);
-}
-
-double us_per_epoch(int epochs, double ms) { return ms * 1e3 / epochs; }
-
 std::string csv_header() {
   return "implementation,variant,points,train_points,epochs,lr,median_ms,min_ms,max_ms,repeats,us_per_epoch,gbps,"
          "copy_gbps,copy_fraction,passed,w,b";
+}
+
+std::string table_header() {
+  return "       points  variant            ms   us/epoch      GB/s  of copy";
+}
+
+std::string table_line(const SweepRow& r) {
+  const double gbps = r.passed ? achieved_gbps(r.train_points, r.epochs, r.median_ms) : 0.0;
+  return format("%13lld  %-14s %9.3f %10.2f %9.0f %7.1f%%%s", static_cast<long long>(r.points), r.variant.c_str(),
+                r.median_ms, r.passed ? us_per_epoch(r.epochs, r.median_ms) : 0.0, gbps,
+                r.copy_gbps > 0 ? 100.0 * gbps / r.copy_gbps : 0.0, r.passed ? "" : "  FAILED check");
 }
 
 void write_csv(std::ostream& out, const std::vector<SweepRow>& rows) {

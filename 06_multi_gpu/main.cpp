@@ -2,7 +2,7 @@
 // through mpirun): what the GPUs can move between them, what an all-reduce costs, and chapter
 // 04's regression trained with chapter 05's fused gradient on every GPU, DataParallel-style (one
 // process) and DistributedDataParallel-style (one process per GPU), checked against chapter 04's
-// float64 reference and chapter 05's single-GPU result, then timed and scaled.
+// float64 reference and against the same training on one GPU, then timed and scaled.
 //
 //   multi_gpu                              # everything: topology, allreduce, dp, ddp, scaling
 //   multi_gpu topology | allreduce | dp | ddp | scaling      # one part
@@ -10,6 +10,7 @@
 //   mpirun -np 4 multi_gpu ddp             # the same ranks started by OpenMPI (MPI builds only)
 //   multi_gpu --quick --gpus 1             # what the tests and compute-sanitizer run
 #include "cli.h"
+#include "format.h"
 #include "gpu_probe.h"
 #include "launcher.h"
 #include "measure.h"
@@ -20,7 +21,7 @@
 #include "nvtx.h"
 #include "plan.h"
 #include "program.h"
-#include "regression.h"
+#include "regression_problem.h"
 #include "report.h"
 #include "training.h"
 
@@ -149,13 +150,6 @@ std::string fixed(double v, int digits) {
   return s.str();
 }
 
-std::string bytes_text(std::size_t b) {
-  if (b >= (std::size_t{1} << 30) && b % (std::size_t{1} << 30) == 0) return std::to_string(b >> 30) + " GiB";
-  if (b >= (std::size_t{1} << 20) && b % (std::size_t{1} << 20) == 0) return std::to_string(b >> 20) + " MiB";
-  if (b >= 1024 && b % 1024 == 0) return std::to_string(b >> 10) + " KiB";
-  return std::to_string(b) + " B";
-}
-
 nlohmann::json stats_json(const Stats& s) {
   return {{"median", s.median}, {"min", s.min}, {"max", s.max}, {"repeats", s.count}};
 }
@@ -195,7 +189,7 @@ void run_topology(const Options& o, const std::vector<int>& devices, Report& rep
   if (t.links.empty()) {
     out << "one GPU: no pairs to measure\n";
   } else {
-    out << "peer copies of " << bytes_text(bytes) << " (cudaMemcpyPeerAsync, median; GB/s = 1e9 B/s; bidirectional counts both copies):\n"
+    out << "peer copies of " << format_bytes(bytes) << " (cudaMemcpyPeerAsync, median; GB/s = 1e9 B/s; bidirectional counts both copies):\n"
         << "  pair    rank  one-way off  one-way on   both off    both on   latency off  latency on\n";
     for (const PeerLink& l : t.links) {
       out << "  " << l.from << " -> " << l.to << std::setw(6) << l.performance_rank << std::setw(13)
@@ -233,7 +227,7 @@ void run_allreduce(const Options& o, const std::vector<int>& devices, Report& re
   nlohmann::json j = nlohmann::json::array();
   unsigned long long wrong = 0;
   for (const AllreduceRow& r : rows) {
-    out << std::setw(12) << bytes_text(r.bytes) << std::setw(13) << fixed(r.time_us.median, 2) << std::setw(11)
+    out << std::setw(12) << format_bytes(r.bytes) << std::setw(13) << fixed(r.time_us.median, 2) << std::setw(11)
         << fixed(r.time_us.min, 2) << std::setw(15) << fixed(r.algbw_gbps, 2) << std::setw(13)
         << fixed(r.busbw_gbps, 2) << std::setw(8) << r.wrong << "\n";
     wrong += r.wrong;
@@ -263,7 +257,7 @@ std::future<regression::TrainingResult> start_reference(const regression::Config
   return std::async(std::launch::async, [c] { return regression::train_reference(regression::make_dataset_cpu(c), c); });
 }
 
-nlohmann::json verdict_json(const Verdict& v) {
+nlohmann::json check_json(const regression::Check& v) {
   return {{"passed", v.ok}, {"failure", v.failure},
           {"relative_error", {{"w", v.w}, {"b", v.b}, {"losses", v.losses}, {"test_mse", v.test_mse}}}};
 }
@@ -295,30 +289,31 @@ nlohmann::json report_training(const ParallelRun& run, const regression::Config&
 
   if (reference.valid()) {
     const regression::TrainingResult want = reference.get();
-    const Verdict v = check_against_reference(run, want);
+    const regression::Check v = check_against_reference(run, want);
     out << std::scientific << std::setprecision(2) << "against the float64 reference (04's tolerances w, b "
         << regression::kParameterTolerance.rel << ", losses " << regression::kLossTolerance.rel
         << "): relative error w " << v.w << "  b " << v.b << "  losses " << v.losses << "  test " << v.test_mse
         << std::defaultfloat << "  " << (v.ok ? "ok" : "FAILED: " + v.failure) << "\n";
     report.check(v.ok, run.mode + ": " + v.failure);
-    j["reference"] = verdict_json(v);
+    if (want.diverged_at) report.check(false, run.mode + ": diverged at epoch " + std::to_string(*want.diverged_at) + ": lower --lr");
+    j["reference"] = check_json(v);
     if (!want.diverged_at) j["reference"].update({{"w", want.w}, {"b", want.b}, {"test_mse", want.test_mse}});
   } else {
-    out << "float64 reference: skipped above --reference-max points (checked against chapter 05 instead)\n";
+    out << "float64 reference: skipped above --reference-max points (checked against one GPU instead)\n";
   }
   std::string why_not;
   CUDA_CHECK(cudaSetDevice(run.ranks.front().device));
-  if (const auto single = single_gpu_05(c, &why_not)) {
-    const Verdict v = check_against_single_gpu(run, *single);
+  if (const auto single = single_gpu(c, &why_not)) {
+    const regression::Check v = check_against_single_gpu(run, *single);
     const bool same_bits = single->w == run.ranks.front().w && single->b == run.ranks.front().b;
-    out << std::scientific << std::setprecision(2) << "against chapter 05 on one GPU (variant 4, tolerance 2x 04's): relative error w "
+    out << std::scientific << std::setprecision(2) << "against one GPU (no all-reduce; chapter 05's variant 4 kernels; tolerance 2x 04's): relative error w "
         << v.w << "  b " << v.b << "  losses " << v.losses << "  test " << v.test_mse << std::defaultfloat << "  "
         << (v.ok ? "ok" : "FAILED: " + v.failure) << (same_bits ? " (same bits of w and b)" : "") << "\n";
     report.check(v.ok, run.mode + ": " + v.failure);
-    j["single_gpu_05"] = verdict_json(v);
-    j["single_gpu_05"].update({{"w", single->w}, {"b", single->b}, {"same_bits", same_bits}});
+    j["single_gpu"] = check_json(v);
+    j["single_gpu"].update({{"w", single->w}, {"b", single->b}, {"same_bits", same_bits}});
   } else {
-    out << "chapter 05 on one GPU: skipped: " << why_not << "\n";
+    out << "one GPU: skipped: " << why_not << "\n";
   }
   const RankResult& slow = run.slowest();
   j["training_ms"] = stats_json(slow.timing.training_ms);
@@ -530,7 +525,7 @@ int run_scaling(const Options& o, const std::vector<int>& devices, Report& repor
   nlohmann::json rows = nlohmann::json::array();
   Options quiet = o;
   quiet.fail_rank = quiet.fail_epoch = -1;
-  quiet.reference_max = 0;  // scaling runs check bit-identity and chapter 05, not the slow CPU reference
+  quiet.reference_max = 0;  // scaling runs check bit-identity and one GPU, not the slow CPU reference
   for (const Case& k : cases) {
     double t1 = 0.0;
     for (int n : counts) {
@@ -576,7 +571,7 @@ int run(int argc, char** argv) {
   add_size_option(*training, "--points", o.config.points,
                   "points of the whole dataset, e.g. 5M (X = i * 2e-6, first 80% train)");
   training->add_option("--epochs", o.config.epochs, "full-batch epochs")->type_name("E");
-  training->add_option("--lr", o.lr, "learning rate (default 0.01, scaled by (5M/N)^2 above 5M points as in chapter 05)");
+  training->add_option("--lr", o.lr, "learning rate (default 0.01, scaled by (5M/N)^2 above 5M points, as chapter 05's sweep)");
   training->add_option("--noise", o.config.noise, "standard deviation of the noise on y");
   add_seed_option(*training, o.config.seed, "cuRAND seed of the noise");
   training->add_option("--repeats", o.repeats, "timed runs after the checked run");

@@ -4,28 +4,24 @@
 // The per-GPU work is chapter 05's fused gradient: one pass over the shard's X and y computes
 // sum r^2, sum r x and sum r (r = w x + b - y) with 16-byte loads, a fixed-shape shuffle tree per
 // block, and the last block to finish adding the block partials in block order (05's variant 4).
-// The building blocks are 05's own (fused_sums.cuh), so a replica adds in 05's order. The one
-// difference from 05's kernel: this one stops at the three sums instead of applying the step,
-// because the step needs the sums of every shard: the all-reduce goes in between.
+// The building blocks are common/fused_sums.cuh, shared with 05, so a replica adds in 05's order.
+// The one difference from 05's kernel: this one stops at the three sums instead of applying the
+// step, because the step needs the sums of every shard: the all-reduce goes in between.
 #include "multi_gpu.cuh"
 
-#include "fused_sums.cuh"  // chapter 05
-
 #include "cuda_check.h"
-#include "curand_generator.h"
+#include "fused_sums.cuh"
+#include "globaltimer.cuh"
 #include "nvtx.h"
+#include "regression_data.h"
 
 #include <algorithm>
-#include <tuple>
 
 namespace workbook::multi_gpu {
 namespace {
 
 using regression::kInitialB;
 using regression::kInitialW;
-using regression::kTrueB;
-using regression::kTrueW;
-using regression::kXStep;
 
 using fused::block_sums;
 using fused::ceil_div;
@@ -34,19 +30,6 @@ using fused::kThreads;
 using fused::reduce_partials;
 using fused::Sums;
 using fused::thread_sums;
-
-__global__ void make_shard_kernel(float* x, float* y, const float* noise, float sigma, std::int64_t start,
-                                  std::int64_t count) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
-    // Chapter 04's make_data_kernel at global index start + i: the same explicit roundings.
-    const float xi = __fmul_rn(static_cast<float>(start + i), kXStep);
-    float yi = __fadd_rn(__fmul_rn(kTrueW, xi), kTrueB);
-    if (noise != nullptr) yi = __fadd_rn(yi, __fmul_rn(sigma, noise[start + i]));
-    x[i] = xi;
-    y[i] = yi;
-  }
-}
 
 __global__ void set_params_kernel(float* params) {
   params[0] = kInitialW;
@@ -113,18 +96,12 @@ __global__ void count_wrong_kernel(const float* data, std::size_t count, int ran
   if (mine != 0) atomicAdd(wrong, mine);  // an integer count: any order gives the same total
 }
 
-__device__ unsigned long long globaltimer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 // One thread polls the host's counter through PCIe (volatile: every read goes to host memory).
 // On timeout it says so in release[1], so that the sample is not taken for a GPU-paced one.
 __global__ void latch_kernel(volatile unsigned* release, unsigned ticket, unsigned long long timeout_ns) {
-  const unsigned long long start = globaltimer_ns();
+  const unsigned long long start = global_timer_ns();
   while (release[0] < ticket) {
-    if (globaltimer_ns() - start > timeout_ns) {  // the host never raised it: go on, do not hang
+    if (global_timer_ns() - start > timeout_ns) {  // the host never raised it: go on, do not hang
       release[1] = ticket;
       return;
     }
@@ -161,7 +138,7 @@ ByteCount Replica::bytes_needed(const Problem& problem, Shard train, Shard test)
   need.add(problem.config.epochs, sizeof(float));                        // losses
   need.add(1, sizeof(unsigned));                                         // done count
   const std::int64_t points = problem.config.points;
-  if (problem.config.noise > 0.0) need.add(points / 2 + points % 2, 2 * sizeof(float));  // the whole noise
+  if (problem.config.noise > 0.0) need.add(regression::noise_count(points), sizeof(float));  // the whole noise
   return need;
 }
 
@@ -194,21 +171,11 @@ Replica::Replica(const Problem& problem, Shard train, Shard test, cudaStream_t s
   CUDA_CHECK(cudaMemsetAsync(test_x_.data(), 0, test_x_.bytes(), stream_));
   CUDA_CHECK(cudaMemsetAsync(test_y_.data(), 0, test_y_.bytes(), stream_));
 
-  const regression::Config& c = problem.config;
-  DeviceBuffer<float> noise;
-  if (c.noise > 0.0) {
-    noise = DeviceBuffer<float>(static_cast<std::size_t>(ceil_div(c.points, 2) * 2));
-    CurandGenerator generator(RngLocation::kDevice, c.seed, stream_);
-    generator.normal(noise.data(), noise.size(), 0.0f, 1.0f);
-  }
-  const float sigma = static_cast<float>(c.noise);
-  for (const auto& [shard, xs, ys] : {std::tuple{train, x_.data(), y_.data()},
-                                      std::tuple{test, test_x_.data(), test_y_.data()}}) {
-    if (shard.count == 0) continue;
-    make_shard_kernel<<<elementwise_blocks(shard.count), kThreads, 0, stream_>>>(xs, ys, noise.data(), sigma,
-                                                                                 shard.start, shard.count);
-    CUDA_CHECK_LAUNCH();
-  }
+  // The shard's points of the whole data set, bit for bit (the noise is drawn for every point).
+  const DeviceBuffer<float> noise = regression::make_noise_on_gpu(problem.config, stream_);
+  regression::launch_make_data(x_.data(), y_.data(), noise.data(), problem.config.noise, train.start, train.count, stream_);
+  regression::launch_make_data(test_x_.data(), test_y_.data(), noise.data(), problem.config.noise, test.start, test.count,
+                               stream_);
   enqueue_reset();
   CUDA_CHECK(cudaStreamSynchronize(stream_));  // the noise buffer is freed next
 }

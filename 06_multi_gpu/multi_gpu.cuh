@@ -12,7 +12,7 @@
 #include "device_buffer.h"
 #include "gpu_memory.h"
 #include "plan.h"
-#include "regression.h"
+#include "regression_problem.h"
 
 #include <cuda_runtime_api.h>
 

@@ -2,11 +2,8 @@
 #include "training.h"
 
 #include "cuda_check.h"
-#include "fused_kernels.cuh"
-#include "linear_regression.cuh"
 #include "nvtx.h"
 #include "stream.h"
-#include "sweep.h"
 
 #include <algorithm>
 #include <cmath>
@@ -48,10 +45,6 @@ struct EpochMarks {
   static double summarize_samples(std::vector<double> v) { return workbook::summarize(std::move(v)).median; }
 };
 
-double relative_error(double got, double want) {
-  return want == 0.0 ? std::fabs(got) : std::fabs(got - want) / std::fabs(want);
-}
-
 void finish_timing(EpochTiming& t, std::vector<double> runs_ms, int epochs) {
   t.training_ms = summarize(std::move(runs_ms));
   t.epoch_us = 1e3 * t.training_ms.median / epochs;
@@ -60,7 +53,7 @@ void finish_timing(EpochTiming& t, std::vector<double> runs_ms, int epochs) {
 }  // namespace
 
 double effective_lr(std::optional<double> lr, std::int64_t points) {
-  return lr ? *lr : fused::sweep_lr(regression::Config{}.lr, points);
+  return lr ? *lr : regression::scaled_lr(regression::Config{}.lr, points);
 }
 
 bool ParallelRun::bit_identical() const {
@@ -296,79 +289,62 @@ ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& s, int repeat
   return out;
 }
 
-Verdict check_against_reference(const ParallelRun& run, const regression::TrainingResult& want) {
-  Verdict v;
-  const RankResult& got = run.ranks.front();
-  std::optional<int> diverged;
-  for (std::size_t e = 0; e < run.losses.size(); ++e) {
-    if (regression::is_divergent(run.losses[e], run.losses.front())) {
-      diverged = static_cast<int>(e);
-      break;
-    }
-  }
-  if (want.diverged_at || diverged) {
-    v.ok = false;
-    v.failure = "training diverged (reference at epoch " +
-                (want.diverged_at ? std::to_string(*want.diverged_at) : std::string("-")) + ", GPUs at epoch " +
-                (diverged ? std::to_string(*diverged) : std::string("-")) + "): lower --lr";
-    return v;
-  }
-  v.w = relative_error(got.w, want.w);
-  v.b = relative_error(got.b, want.b);
-  v.test_mse = relative_error(got.test_mse, want.test_mse);
-  for (std::size_t e = 0; e < run.losses.size() && e < want.losses.size(); ++e) {
-    v.losses = std::max(v.losses, relative_error(run.losses[e], want.losses[e]));
-  }
-  const Comparison losses = compare(run.losses, want.losses, regression::kLossTolerance);
-  if (!within(got.w, want.w, regression::kParameterTolerance)) v.failure = "w differs from the float64 reference";
-  else if (!within(got.b, want.b, regression::kParameterTolerance)) v.failure = "b differs from the float64 reference";
-  else if (!losses.ok()) v.failure = "losses differ from the float64 reference: " + losses.summary();
-  else if (!within(got.test_mse, want.test_mse, regression::kLossTolerance))
-    v.failure = "test MSE differs from the float64 reference";
-  v.ok = v.failure.empty();
-  return v;
+namespace {
+
+// rank 0's w, b and test MSE, and the losses every rank shares, as a TrainingResult.
+regression::TrainingResult as_result(const ParallelRun& run) {
+  regression::TrainingResult r;
+  r.w = run.ranks.front().w;
+  r.b = run.ranks.front().b;
+  r.test_mse = run.ranks.front().test_mse;
+  r.losses.assign(run.losses.begin(), run.losses.end());
+  r.diverged_at = regression::first_divergent(r.losses);
+  if (r.diverged_at) r.losses.resize(static_cast<std::size_t>(*r.diverged_at) + 1);
+  return r;
 }
 
-Verdict check_against_single_gpu(const ParallelRun& run, const regression::TrainingResult& single) {
-  Verdict v;
-  const RankResult& got = run.ranks.front();
-  if (single.diverged_at) {
-    v.failure = "chapter 05's single-GPU run diverged at epoch " + std::to_string(*single.diverged_at);
-    return v;
-  }
+}  // namespace
+
+regression::Check check_against_reference(const ParallelRun& run, const regression::TrainingResult& want) {
+  return regression::check_against(as_result(run), want);
+}
+
+regression::Check check_against_single_gpu(const ParallelRun& run, const regression::TrainingResult& single) {
   const Tolerance parameters{0.0, 2 * regression::kParameterTolerance.rel};
-  const Tolerance losses_tol{0.0, 2 * regression::kLossTolerance.rel};
-  v.w = relative_error(got.w, single.w);
-  v.b = relative_error(got.b, single.b);
-  v.test_mse = relative_error(got.test_mse, single.test_mse);
-  for (std::size_t e = 0; e < run.losses.size() && e < single.losses.size(); ++e) {
-    v.losses = std::max(v.losses, relative_error(run.losses[e], single.losses[e]));
-  }
-  const Comparison losses = compare(run.losses, single.losses, losses_tol);
-  if (!within(got.w, single.w, parameters)) v.failure = "w differs from chapter 05's single-GPU w";
-  else if (!within(got.b, single.b, parameters)) v.failure = "b differs from chapter 05's single-GPU b";
-  else if (!losses.ok()) v.failure = "losses differ from chapter 05's single-GPU losses: " + losses.summary();
-  else if (!within(got.test_mse, single.test_mse, losses_tol)) v.failure = "test MSE differs from chapter 05's";
-  v.ok = v.failure.empty();
-  return v;
+  const Tolerance losses{0.0, 2 * regression::kLossTolerance.rel};
+  return regression::check_against(as_result(run), single, parameters, losses, "the single-GPU run");
 }
 
-std::optional<regression::TrainingResult> single_gpu_05(const regression::Config& config, std::string* why_not) {
-  NvtxRange range("single GPU (chapter 05)");
+std::optional<regression::TrainingResult> single_gpu(const regression::Config& config, std::string* why_not) {
+  NvtxRange range("single GPU");
+  const Problem problem = make_problem(config);
+  const Shard train{0, problem.train_points}, test{problem.train_points, problem.test_points};
   std::size_t free_bytes = 0, total_bytes = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const ByteCount need = regression::gpu_bytes_needed(config.points, config.epochs);
-  const std::size_t needed = need.bytes();  // saturated: more than any GPU has
-  if (need.saturated() || needed > free_bytes * 9 / 10) {
+  const ByteCount need = Replica::bytes_needed(problem, train, test);
+  if (need.saturated() || need.bytes() > free_bytes * 9 / 10) {
     if (why_not != nullptr) {
-      *why_not = "chapter 05 on one GPU needs " + std::to_string(needed >> 20) + " MiB, " +
+      *why_not = "one GPU would need " + std::to_string(need.bytes() >> 20) + " MiB, " +
                  std::to_string(free_bytes >> 20) + " MiB free";
     }
     return std::nullopt;
   }
   Stream stream;
-  fused::FusedRegression gpu(config, stream.get());
-  return gpu.train(fused::Variant::kLastBlock);
+  Replica replica(problem, train, test, stream.get());
+  for (int e = 0; e < config.epochs; ++e) {
+    replica.enqueue_sums();  // the sums of the whole set: nothing to all-reduce
+    replica.enqueue_step(e);
+  }
+  replica.enqueue_test_sums();
+  stream.synchronize();
+  const Replica::Result r = replica.read(config.epochs);
+  ParallelRun run;
+  run.ranks.push_back(RankResult{});
+  run.ranks.front().w = r.w;
+  run.ranks.front().b = r.b;
+  run.ranks.front().test_mse = r.test_sum * static_cast<float>(1.0 / problem.test_points);
+  run.losses = r.losses;
+  return as_result(run);
 }
 
 }  // namespace workbook::multi_gpu

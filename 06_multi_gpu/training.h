@@ -3,7 +3,7 @@
 //   Problem p = make_problem(config);                                    // points = the global set
 //   ParallelRun dp = train_data_parallel(p, {0, 1, 2, 3}, /*repeats=*/3); // one process, 4 GPUs
 //   ParallelRun ddp = train_ddp_rank(p, setup, 3);                        // one process per GPU
-//   Verdict v = check_against_reference(dp, train_reference(data, config));
+//   regression::Check c = check_against_reference(dp, train_reference(data, config));
 //
 // Both give every rank the same w and b, bit for bit: the three sums of an epoch are all-reduced
 // (NCCL hands every rank the same bits), then each rank applies the same float operations.
@@ -11,7 +11,7 @@
 
 #include "multi_gpu.cuh"
 #include "nccl_comm.h"
-#include "regression.h"
+#include "regression_problem.h"
 #include "stats.h"
 
 #include <nccl.h>
@@ -22,8 +22,8 @@
 
 namespace workbook::multi_gpu {
 
-// --lr if given; otherwise chapter 05's rule (sweep_lr): 0.01 up to 5M points, scaled by
-// (5M/N)^2 above, because X = i * 2e-6 grows with N and lr 0.01 diverges above about 10.7M.
+// --lr if given; otherwise regression::scaled_lr (as chapter 05's sweep): 0.01 up to 5M points,
+// scaled by (5M/N)^2 above, because X = i * 2e-6 grows with N and lr 0.01 diverges above about 10.7M.
 double effective_lr(std::optional<double> lr, std::int64_t points);
 
 // Where an epoch's time goes on one rank: medians over the epochs of the last timed run.
@@ -80,18 +80,13 @@ class InjectedFault : public std::runtime_error {
 };
 
 // A run against the float64 reference with 04's tolerances (w, b, every loss, test MSE), or
-// against chapter 05's single-GPU result. Against 05 both sides carry float32 rounding, so
-// the allowance is twice 04's parameter tolerance.
-struct Verdict {
-  bool ok = false;
-  std::string failure;
-  double w = 0.0, b = 0.0, losses = 0.0, test_mse = 0.0;  // relative errors
-};
-Verdict check_against_reference(const ParallelRun& run, const regression::TrainingResult& reference);
-Verdict check_against_single_gpu(const ParallelRun& run, const regression::TrainingResult& single);
+// against the same training on one GPU (single_gpu). Against one GPU both sides carry float32
+// rounding, so the allowance is twice 04's tolerances.
+regression::Check check_against_reference(const ParallelRun& run, const regression::TrainingResult& reference);
+regression::Check check_against_single_gpu(const ParallelRun& run, const regression::TrainingResult& single);
 
-// Chapter 05's variant 4 (last block) on the current device, as the single-GPU answer;
-// nullopt (and the reason) when the whole dataset does not fit in this GPU's free memory.
-std::optional<regression::TrainingResult> single_gpu_05(const regression::Config& config, std::string* why_not);
+// The whole training set on the current device: one Replica, no all-reduce (the kernels of
+// chapter 05's variant 4); nullopt (and the reason) when it does not fit in this GPU's free memory.
+std::optional<regression::TrainingResult> single_gpu(const regression::Config& config, std::string* why_not);
 
 }  // namespace workbook::multi_gpu

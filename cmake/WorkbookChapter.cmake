@@ -1,8 +1,12 @@
 # The one place that says how a chapter is built and smoke-tested.
 #
 #   workbook_add_chapter(<program>
+#       LESSON <sources...>           the lesson, main included (its first file), read top to bottom
+#       [BENCH <sources...>]          the measuring harness: program <program>_bench, main in its first file
+#   or, for a chapter not yet split into a lesson and a bench:
 #       PROGRAM <sources...>          main: flags, reference, check, time, report
 #       [LIBRARY <sources...>]        kernels, launchers and *_cpu twins -> target <program>_core
+#   and for both:
 #       [LINK <targets...>]           extra libraries, e.g. CUDA::curand
 #       [SMOKE_LABELS <labels...>]    ctest labels of `<program> --quick` (default: gpu)
 #       [SANITIZE_ARGS <args...>]     arguments under compute-sanitizer (default: --quick)
@@ -11,6 +15,9 @@
 #                                     ctest runs its smoke, sanitize and GPU Catch2 tests alone
 #
 # Every program exits 77 when it has no usable GPU; ctest reports that as skipped.
+#
+# A LESSON is also compiled once more as the library <program>_core, with WORKBOOK_LESSON_LIBRARY
+# defined so that its main() is left out: the bench and the tests link its kernels from there.
 
 # Compile policy shared by the chapters, common/ and tests/: C++17 and CUDA 17, warnings as errors
 # in host and device code, and line information so that profilers and compute-sanitizer can name
@@ -28,9 +35,10 @@ endif()
 set(WORKBOOK_SANITIZER_TOOLS memcheck racecheck initcheck synccheck)
 
 function(workbook_add_chapter program)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "RUN_SERIAL" "" "PROGRAM;LIBRARY;LINK;SMOKE_LABELS;SANITIZE_ARGS;SANITIZER_OPTIONS")
-  if(NOT arg_PROGRAM)
-    message(FATAL_ERROR "workbook_add_chapter(${program}): PROGRAM sources are required")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "RUN_SERIAL" ""
+                        "LESSON;BENCH;PROGRAM;LIBRARY;LINK;SMOKE_LABELS;SANITIZE_ARGS;SANITIZER_OPTIONS;BENCH_SANITIZE_ARGS")
+  if(NOT arg_PROGRAM AND NOT arg_LESSON)
+    message(FATAL_ERROR "workbook_add_chapter(${program}): LESSON (or PROGRAM) sources are required")
   endif()
   if(NOT arg_SMOKE_LABELS)
     set(arg_SMOKE_LABELS gpu)
@@ -40,21 +48,58 @@ function(workbook_add_chapter program)
   endif()
   get_filename_component(chapter "${CMAKE_CURRENT_SOURCE_DIR}" NAME)
 
-  if(arg_LIBRARY)
-    add_library(${program}_core STATIC ${arg_LIBRARY})
+  set(programs ${program})
+  if(arg_LESSON)
+    # The lesson's first file holds main(): the program compiles it as it is, the core library
+    # once more without main(). Its other files are compiled once, into both.
+    list(GET arg_LESSON 0 lesson_main)
+    set(lesson_parts ${arg_LESSON})
+    list(REMOVE_AT lesson_parts 0)
+    set(parts)
+    if(lesson_parts)
+      add_library(${program}_lesson OBJECT ${lesson_parts})
+      target_include_directories(${program}_lesson PUBLIC "${CMAKE_CURRENT_SOURCE_DIR}")
+      target_link_libraries(${program}_lesson PUBLIC workbook::common ${arg_LINK} PRIVATE workbook::policy)
+      set(parts $<TARGET_OBJECTS:${program}_lesson>)
+    endif()
+    add_library(${program}_core STATIC ${lesson_main} ${parts})
+    target_compile_definitions(${program}_core PRIVATE WORKBOOK_LESSON_LIBRARY=1)
+    add_executable(${program} ${lesson_main} ${parts})
+  else()
+    if(arg_LIBRARY)
+      add_library(${program}_core STATIC ${arg_LIBRARY})
+    endif()
+    add_executable(${program} ${arg_PROGRAM})
+  endif()
+  if(TARGET ${program}_core)
     target_include_directories(${program}_core PUBLIC "${CMAKE_CURRENT_SOURCE_DIR}")
     target_link_libraries(${program}_core PUBLIC workbook::common ${arg_LINK} PRIVATE workbook::policy)
-    set(core ${program}_core)
+  endif()
+  target_include_directories(${program} PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
+  if(NOT arg_LESSON AND arg_LIBRARY)
+    target_link_libraries(${program} PRIVATE ${program}_core)
+  endif()
+  target_link_libraries(${program} PRIVATE workbook::common ${arg_LINK} workbook::policy)
+
+  if(arg_BENCH)
+    # The bench's own files beside main (its first file) go into the core library too, so that
+    # the tests can reach them.
+    list(GET arg_BENCH 0 bench_main)
+    set(bench_parts ${arg_BENCH})
+    list(REMOVE_AT bench_parts 0)
+    if(bench_parts)
+      target_sources(${program}_core PRIVATE ${bench_parts})
+    endif()
+    add_executable(${program}_bench ${bench_main})
+    target_link_libraries(${program}_bench PRIVATE ${program}_core workbook::common ${arg_LINK} workbook::policy)
+    list(APPEND programs ${program}_bench)
   endif()
 
-  add_executable(${program} ${arg_PROGRAM})
-  target_link_libraries(${program} PRIVATE ${core} workbook::common ${arg_LINK} workbook::policy)
-
   # Programs with device code of their own: tests/test_build.cpp checks their architectures.
-  set(cuda_sources ${arg_PROGRAM} ${arg_LIBRARY})
+  set(cuda_sources ${arg_PROGRAM} ${arg_LIBRARY} ${arg_LESSON})
   list(FILTER cuda_sources INCLUDE REGEX "\\.cu$")
   if(cuda_sources)
-    set_property(GLOBAL APPEND PROPERTY WORKBOOK_GPU_PROGRAMS ${program})
+    set_property(GLOBAL APPEND PROPERTY WORKBOOK_GPU_PROGRAMS ${programs})
   endif()
 
   set(serial FALSE)
@@ -63,9 +108,27 @@ function(workbook_add_chapter program)
     set_property(GLOBAL APPEND PROPERTY WORKBOOK_SERIAL_PROGRAMS ${program})  # for tests/
   endif()
 
-  add_test(NAME "${chapter}: smoke --quick" COMMAND ${program} --quick)
-  set_tests_properties("${chapter}: smoke --quick" PROPERTIES
-      LABELS "${arg_SMOKE_LABELS}" SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL ${serial})
+  if(NOT arg_BENCH_SANITIZE_ARGS)
+    set(arg_BENCH_SANITIZE_ARGS --quick)
+  endif()
+  foreach(target IN LISTS programs)
+    set(what "")
+    set(args ${arg_SANITIZE_ARGS})
+    if(target STREQUAL "${program}_bench")
+      set(what "bench ")
+      set(args ${arg_BENCH_SANITIZE_ARGS})
+    endif()
+    workbook_add_program_tests(${target} "${chapter}: ${what}" "${arg_SMOKE_LABELS}" ${serial}
+                               "${arg_SANITIZER_OPTIONS}" ${args})
+  endforeach()
+endfunction()
+
+# The smoke test `<target> --quick` and, with compute-sanitizer, one run under each of its tools.
+function(workbook_add_program_tests target prefix labels serial sanitizer_options)
+  set(args ${ARGN})
+  add_test(NAME "${prefix}smoke --quick" COMMAND ${target} --quick)
+  set_tests_properties("${prefix}smoke --quick" PROPERTIES
+      LABELS "${labels}" SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL ${serial})
 
   if(WORKBOOK_COMPUTE_SANITIZER)
     foreach(tool IN LISTS WORKBOOK_SANITIZER_TOOLS)
@@ -73,15 +136,15 @@ function(workbook_add_chapter program)
       if(tool STREQUAL "memcheck")
         set(extra --leak-check full)
       endif()
-      set(name "${chapter}: sanitize ${tool}")
+      set(name "${prefix}sanitize ${tool}")
       # Without a usable GPU the sanitizer itself fails, so ask workbook_needs_gpu first: its 77
       # makes the test a skip, with the reason in the test's output.
       add_test(NAME "${name}"
                COMMAND sh -c "\"\$0\" >/dev/null || exit \$?; exec \"\$@\""
                        $<TARGET_FILE:workbook_needs_gpu>
-                       "${WORKBOOK_COMPUTE_SANITIZER}" --tool ${tool} ${extra} ${arg_SANITIZER_OPTIONS}
+                       "${WORKBOOK_COMPUTE_SANITIZER}" --tool ${tool} ${extra} ${sanitizer_options}
                        --error-exitcode 99
-                       $<TARGET_FILE:${program}> ${arg_SANITIZE_ARGS})
+                       $<TARGET_FILE:${target}> ${args})
       set_tests_properties("${name}" PROPERTIES LABELS sanitize SKIP_RETURN_CODE 77 TIMEOUT 600
                            RUN_SERIAL ${serial})
     endforeach()

@@ -19,6 +19,11 @@ struct Tolerance {
   double rel = 0.0;
 };
 
+// |got - want| / |want|; |got| when want is 0 (an absolute error where no relative one exists).
+inline double relative_error(double got, double want) {
+  return want == 0.0 ? std::fabs(got) : std::fabs(got - want) / std::fabs(want);
+}
+
 inline bool within(double got, double want, Tolerance tol) {
   const double error = std::fabs(got - want);
   return error <= tol.abs + tol.rel * std::fabs(want);  // false for NaN

@@ -58,4 +58,16 @@ bool compute_capability_is_pretended(int device) {
   return !(device_compute_capability(device) == real_capability(device));
 }
 
+std::string describe_device(int device) {
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  std::string s = std::string(prop.name) + " (" + std::to_string(prop.multiProcessorCount) + " SMs, " +
+                  std::to_string(prop.l2CacheSize / 1048576) + " MiB L2, cc " + std::to_string(prop.major) + "." +
+                  std::to_string(prop.minor) + ")";
+  if (compute_capability_is_pretended(device)) {
+    s += ", treated as cc " + device_compute_capability(device).text() + " (" + kPretendCapabilityVariable + ")";
+  }
+  return s;
+}
+
 }  // namespace workbook

@@ -46,4 +46,8 @@ ComputeCapability device_compute_capability(int device);
 // True when the variable lowers this device's capability (for a note in the report).
 bool compute_capability_is_pretended(int device);
 
+// The report's device line: "NVIDIA H200 (132 SMs, 60 MiB L2, cc 9.0)", with ", treated as cc 8.0
+// (WORKBOOK_PRETEND_COMPUTE_CAPABILITY)" when the variable lowers it.
+std::string describe_device(int device);
+
 }  // namespace workbook

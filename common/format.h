@@ -1,11 +1,13 @@
 // format.h: printf-style formatting into a std::string, for report lines with aligned columns.
 //
 //   out << workbook::format("%-10s %8.3f ms\n", name.c_str(), ms);
+//   out << workbook::format_bytes(64 << 20);            // "64 MiB"
 //
 // The compiler checks the arguments against the format, as it does for printf.
 #pragma once
 
 #include <cstdarg>
+#include <cstddef>
 #include <cstdio>
 #include <string>
 
@@ -22,6 +24,15 @@ __attribute__((format(printf, 1, 2))) inline std::string format(const char* patt
   if (length > 0) std::vsnprintf(text.data(), text.size() + 1, pattern, again);
   va_end(again);
   return text;
+}
+
+// A byte count in the largest binary unit that divides it: "1 GiB", "64 MiB", "8 KiB", "12 B".
+inline std::string format_bytes(std::size_t bytes) {
+  constexpr std::size_t kKiB = 1024, kMiB = kKiB << 10, kGiB = kMiB << 10;
+  if (bytes >= kGiB && bytes % kGiB == 0) return std::to_string(bytes / kGiB) + " GiB";
+  if (bytes >= kMiB && bytes % kMiB == 0) return std::to_string(bytes / kMiB) + " MiB";
+  if (bytes >= kKiB && bytes % kKiB == 0) return std::to_string(bytes / kKiB) + " KiB";
+  return std::to_string(bytes) + " B";
 }
 
 }  // namespace workbook

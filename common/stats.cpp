@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 #include <stdexcept>
+#include <utility>
 
 namespace workbook {
 
@@ -19,6 +20,8 @@ Stats summarize(std::vector<double> samples) {
   s.mean = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(n);
   return s;
 }
+
+double median(std::vector<double> samples) { return summarize(std::move(samples)).median; }
 
 double gigabytes_per_second(double bytes, double milliseconds) {
   if (milliseconds <= 0.0) throw std::invalid_argument("gigabytes_per_second: time must be positive");

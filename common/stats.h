@@ -19,6 +19,10 @@ struct Stats {
 // of the two middle samples.
 Stats summarize(std::vector<double> samples);
 
+// The median alone (the mean of the two middle samples for an even count). Throws
+// std::invalid_argument when `samples` is empty.
+double median(std::vector<double> samples);
+
 // Bytes moved per second, in GB/s (1e9 bytes), from a byte count and a time in milliseconds.
 double gigabytes_per_second(double bytes, double milliseconds);
 

@@ -4,6 +4,7 @@
 // arithmetic, the host generator and the program's flag checks. [gpu] cases copy real bytes;
 // the [pytorch] case runs pytorch_transfer.py --quick.
 #include "bandwidth.h"
+#include "format.h"
 #include "host_memory.h"
 #include "tensor.h"
 #include "tensor_transfer.cuh"
@@ -184,11 +185,11 @@ TEST_CASE("bandwidth arithmetic: GB/s, ms per GiB and break-even copies") {
   CHECK_FALSE(break_even_copies(100.0, 5.0, 5.0).has_value());  // no saving: never
   CHECK_FALSE(break_even_copies(100.0, 5.0, 6.0).has_value());
 
-  CHECK(format_bytes(4097) == "4097 B");
-  CHECK(format_bytes(4096) == "4 KiB");
-  CHECK(format_bytes(256 * kMiB) == "256 MiB");
-  CHECK(format_bytes(kGiB) == "1 GiB");
-  CHECK(format_bytes(kGiB + kMiB) == "1025 MiB");
+  CHECK(workbook::format_bytes(4097) == "4097 B");
+  CHECK(workbook::format_bytes(4096) == "4 KiB");
+  CHECK(workbook::format_bytes(256 * kMiB) == "256 MiB");
+  CHECK(workbook::format_bytes(kGiB) == "1 GiB");
+  CHECK(workbook::format_bytes(kGiB + kMiB) == "1025 MiB");
 }
 
 TEST_CASE("fill_normal_cpu draws Normal(0, 1), repeatably, odd counts included") {

@@ -6,7 +6,6 @@
 //          while the normal run passes; a launch returns before the GPU is done; --trace output;
 //          the calibration targets both copies at once.
 // pytorch: pytorch_streams.py --quick runs and writes the same JSON fields.
-#include "chrome_trace.h"
 #include "overlap_bound.h"
 #include "pipeline.h"
 #include "streams_events.cuh"
@@ -122,42 +121,6 @@ TEST_CASE("overlap efficiency is achieved speedup over ideal speedup") {
   CHECK(overlap_efficiency(3.0, ideal) == Approx(1.0));
   CHECK(overlap_efficiency(2.7, ideal) == Approx(0.9));
   CHECK(overlap_efficiency(1.0, ideal) == Approx(1.0 / 3.0));
-}
-
-TEST_CASE("chrome trace: valid JSON, one event per operation, one track per stream") {
-  const std::vector<std::string> tracks{"K=2: stream 0", "K=2: stream 1"};
-  const std::vector<TraceOp> ops{{"H2D 0", "copy_in", 0, 0.0, 10.0},
-                                 {"compute 0", "compute", 0, 10.0, 12.5},
-                                 {"D2H 0", "copy_out", 0, 22.5, 9.0},
-                                 {"H2D 1", "copy_in", 1, 10.0, 10.0}};
-  const nlohmann::json parsed = nlohmann::json::parse(chrome_trace(ops, tracks).dump());
-  REQUIRE(parsed.contains("traceEvents"));
-  std::vector<nlohmann::json> complete;
-  std::set<int> named_tracks;
-  for (const auto& e : parsed["traceEvents"]) {
-    if (e["ph"] == "X") complete.push_back(e);
-    if (e["ph"] == "M" && e["name"] == "thread_name") named_tracks.insert(e["tid"].get<int>());
-  }
-  REQUIRE(complete.size() == ops.size());
-  CHECK(named_tracks == std::set<int>{0, 1});
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    CAPTURE(i);
-    CHECK(complete[i]["name"] == ops[i].name);
-    CHECK(complete[i]["cat"] == ops[i].category);
-    CHECK(complete[i]["tid"] == ops[i].track);
-    CHECK(complete[i]["ts"].get<double>() == ops[i].start_us);
-    CHECK(complete[i]["dur"].get<double>() == ops[i].duration_us);
-  }
-
-  SECTION("an op on a missing track is an error") {
-    CHECK_THROWS_AS(chrome_trace({{"H2D 9", "copy_in", 2, 0.0, 1.0}}, tracks), std::invalid_argument);
-  }
-  SECTION("the file written parses back") {
-    const std::string path = temp_path("trace.json");
-    write_chrome_trace(path, ops, tracks);
-    CHECK(read_json(path)["traceEvents"].size() == parsed["traceEvents"].size());
-    std::remove(path.c_str());
-  }
 }
 
 TEST_CASE("transform_cpu: y <- decay * y + x, one rounding per step") {

@@ -4,17 +4,16 @@
 // failed worker (with /bin/sh standing in for the workers: several failing at once, stragglers,
 // the whole-run bound, stdout, inherited descriptors, signals), the multicast-off environment,
 // and the program's usage errors.
-// [multigpu] cases (2 or 4 GPUs) run the program: DP and DDP equal to single-GPU 05 and to 04's
+// [multigpu] cases (2 or 4 GPUs) run the program: DP and DDP equal to one GPU and to the float64
 // reference, every rank bit-identical, all-reduce wrong elements 0, and a fault-injection run
 // that ends within its bound naming the failed rank. [gpu] cases run one rank.
 #include "exit_codes.h"
-#include "fused_kernels.cuh"
 #include "gpu_support.h"
 #include "launcher.h"
 #include "mpi_bootstrap.h"
 #include "nccl_comm.h"
 #include "plan.h"
-#include "regression.h"
+#include "regression_problem.h"
 #include "training.h"
 
 #include <catch2/catch_test_macros.hpp>
@@ -92,7 +91,7 @@ void require_training_passed(const nlohmann::json& j, int ranks) {
   REQUIRE(j["ranks"] == ranks);
   CHECK(j["bit_identical"] == true);
   CHECK(j["reference"]["passed"] == true);
-  CHECK(j["single_gpu_05"]["passed"] == true);
+  CHECK(j["single_gpu"]["passed"] == true);
   for (const auto& r : j["per_rank"]) {
     CHECK(r["w"] == j["per_rank"][0]["w"]);
     CHECK(r["b"] == j["per_rank"][0]["b"]);
@@ -381,7 +380,7 @@ TEST_CASE("control channel: a message, or the launcher gone") {
   CHECK_THAT(*orphan.poll(), ContainsSubstring("launcher exited"));
 }
 
-TEST_CASE("learning rate: chapter 05's rule unless --lr is given") {
+TEST_CASE("learning rate: scaled_lr (chapter 05's sweep rule) unless --lr is given") {
   CHECK(effective_lr(std::nullopt, 5'000'000) == 0.01);
   CHECK(effective_lr(std::nullopt, 1'000) == 0.01);
   CHECK(std::fabs(effective_lr(std::nullopt, 100'000'000) - 0.01 / 400.0) < 1e-15);
@@ -546,7 +545,7 @@ TEST_CASE("ddp --json: stdout is one JSON object (the ranks' reports go to stder
   CHECK_THAT(r.err, ContainsSubstring("rank 0 of 1"));
 }
 
-TEST_CASE("one rank of the DataParallel analog gives chapter 05's bits", "[gpu]") {
+TEST_CASE("one rank of the DataParallel analog gives the single-GPU bits", "[gpu]") {
   require_gpus(1);
   CUDA_CHECK(cudaSetDevice(0));
   regression::Config c;
@@ -554,7 +553,7 @@ TEST_CASE("one rank of the DataParallel analog gives chapter 05's bits", "[gpu]"
   c.epochs = 30;
   const ParallelRun run = train_data_parallel(make_problem(c), {0}, 1);
   std::string why;
-  const auto single = single_gpu_05(c, &why);
+  const auto single = single_gpu(c, &why);
   REQUIRE(single);
   // One shard is the whole training set: the same kernel shape, the same order of additions,
   // an all-reduce of one rank that copies, the same step: the same bits.

@@ -12,7 +12,11 @@
 #include "gpu_support.h"
 #include "program.h"
 #include "report.h"
+#include "regression_problem.h"
 #include "stats.h"
+#include "table.h"
+#include "trace.h"
+#include "format.h"
 
 #include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
@@ -23,6 +27,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -548,4 +553,103 @@ TEST_CASE("device_compute_capability is the device's own when the variable is un
   if (set != nullptr && *set != '\0') SKIP(kPretendCapabilityVariable << " is set in this environment");
   CHECK(device_compute_capability(0) == ComputeCapability{major, minor});
   CHECK_FALSE(compute_capability_is_pretended(0));
+}
+
+TEST_CASE("chrome trace: valid JSON, one event per operation, one track per stream") {
+  const std::vector<std::string> tracks{"K=2: stream 0", "K=2: stream 1"};
+  const std::vector<TraceOp> ops{{"H2D 0", "copy_in", 0, 0.0, 10.0},
+                                 {"compute 0", "compute", 0, 10.0, 12.5},
+                                 {"D2H 0", "copy_out", 0, 22.5, 9.0},
+                                 {"H2D 1", "copy_in", 1, 10.0, 10.0}};
+  const nlohmann::json parsed = nlohmann::json::parse(chrome_trace(ops, tracks).dump());
+  REQUIRE(parsed.contains("traceEvents"));
+  std::vector<nlohmann::json> complete;
+  std::set<int> named_tracks;
+  for (const auto& e : parsed["traceEvents"]) {
+    if (e["ph"] == "X") complete.push_back(e);
+    if (e["ph"] == "M" && e["name"] == "thread_name") named_tracks.insert(e["tid"].get<int>());
+  }
+  REQUIRE(complete.size() == ops.size());
+  CHECK(named_tracks == std::set<int>{0, 1});
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    CAPTURE(i);
+    CHECK(complete[i]["name"] == ops[i].name);
+    CHECK(complete[i]["cat"] == ops[i].category);
+    CHECK(complete[i]["tid"] == ops[i].track);
+    CHECK(complete[i]["ts"].get<double>() == ops[i].start_us);
+    CHECK(complete[i]["dur"].get<double>() == ops[i].duration_us);
+  }
+
+  SECTION("an op on a missing track is an error") {
+    CHECK_THROWS_AS(workbook::chrome_trace({{"H2D 9", "copy_in", 2, 0.0, 1.0}}, tracks), std::invalid_argument);
+  }
+  SECTION("the file written parses back") {
+    const std::string path = temp_path("trace.json");
+    write_chrome_trace(path, ops, tracks);
+    CHECK(read_json(path)["traceEvents"].size() == parsed["traceEvents"].size());
+    std::remove(path.c_str());
+  }
+}
+
+TEST_CASE("table: the printed text and the JSON rows come from the same cells") {
+  Table t({{"name", "variant"}, {"ms", "ms", 3}, {"err", "err", 1, Column::Style::kScientific}, {"hidden", ""}});
+  t.add_row().set("name", "4 last_block").set("ms", 1.52749).set("err", 1.234e-7).set("hidden", 7);
+  t.add_row().set("name", "7 persistent");  // unset cells: blank, and absent from the JSON
+  std::ostringstream out;
+  t.print(out, "  ");
+  CHECK(out.str() ==
+        "  variant          ms      err\n"
+        "  4 last_block  1.527  1.2e-07\n"
+        "  7 persistent\n");
+  const nlohmann::json j = t.json();
+  REQUIRE(j.size() == 2);
+  CHECK(j[0]["ms"].get<double>() == 1.52749);  // unrounded
+  CHECK(j[0]["hidden"] == 7);
+  CHECK_FALSE(j[1].contains("ms"));
+  CHECK_THROWS_AS(t.add_row().set("typo", 1), std::logic_error);
+}
+
+TEST_CASE("format_bytes: the largest binary unit that divides the count") {
+  CHECK(format_bytes(12) == "12 B");
+  CHECK(format_bytes(8 << 10) == "8 KiB");
+  CHECK(format_bytes(64 << 20) == "64 MiB");
+  CHECK(format_bytes(std::size_t{1} << 30) == "1 GiB");
+  CHECK(format_bytes((64 << 20) + 1) == std::to_string((64 << 20) + 1) + " B");
+}
+
+TEST_CASE("median and relative error, including the edge cases") {
+  CHECK(median({3.0, 1.0, 2.0}) == 2.0);
+  CHECK(median({4.0, 1.0, 2.0, 3.0}) == 2.5);
+  CHECK_THROWS_AS(median({}), std::invalid_argument);
+  CHECK(relative_error(1.1, 1.0) == Catch::Approx(0.1));
+  CHECK(relative_error(0.5, 0.0) == 0.5);  // no relative error exists: the absolute one
+}
+
+TEST_CASE("regression check: tolerances, every epoch's loss, divergence only where the reference diverges") {
+  using namespace workbook::regression;
+  TrainingResult want;
+  want.w = 0.7;
+  want.b = 0.3;
+  want.test_mse = 1e-3;
+  want.losses = {1.0, 0.5, 0.25};
+  TrainingResult got = want;
+  got.w = 0.7 * (1 + 5e-6);
+  CHECK(check_against(got, want).ok);
+  got.w = 0.7 * (1 + 5e-5);
+  CHECK(check_against(got, want).failure == "w differs from the float64 reference");
+  got = want;
+  got.losses[2] = 0.25 * (1 + 2e-4);
+  const Check late = check_against(got, want);
+  CHECK_FALSE(late.ok);
+  CHECK_THAT(late.failure, StartsWith("losses differ from the float64 reference: 1 of 3"));
+  CHECK(late.losses == Catch::Approx(2e-4));
+  got = want;
+  got.diverged_at = 2;
+  CHECK_THAT(check_against(got, want).failure, StartsWith("diverged at epoch 2, the float64 reference at epoch -"));
+  want.diverged_at = 2;
+  CHECK(check_against(got, want).ok);
+  CHECK(scaled_lr(0.01, 5'000'000) == 0.01);
+  CHECK(scaled_lr(0.01, 10'000'000) == Catch::Approx(0.0025));
+  CHECK(first_divergent({1.0, 2.0, 1e11}) == 2);
+  CHECK_FALSE(first_divergent({1.0, 2.0}));
 }

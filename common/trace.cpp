@@ -1,12 +1,26 @@
-// chrome_trace.cpp: the Chrome trace event format, as much of it as a timeline of streams needs.
-#include "chrome_trace.h"
+// trace.cpp: the recorded events as times, and the Chrome trace event format (as much of it as a
+// timeline of streams needs).
+#include "trace.h"
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
 
-namespace streams_events {
+namespace workbook {
+
+std::vector<TraceOp> TraceRecorder::ops() const {
+  std::vector<TraceOp> out;
+  out.reserve(pending_.size());
+  for (const Pending& p : pending_) {
+    p.stop.synchronize();
+    const double start_us = 1000.0 * elapsed_ms(origin_, p.start);
+    const double stop_us = 1000.0 * elapsed_ms(origin_, p.stop);
+    out.push_back({p.name, p.category, p.track, start_us, stop_us - start_us});
+  }
+  return out;
+}
+
 
 nlohmann::json chrome_trace(const std::vector<TraceOp>& ops, const std::vector<std::string>& track_names) {
   constexpr int kProcess = 1;  // one process: this program's GPU
@@ -40,4 +54,4 @@ void write_chrome_trace(const std::string& path, const std::vector<TraceOp>& ops
   if (!file) throw std::runtime_error("cannot write --trace file '" + path + "': " + std::strerror(errno));
 }
 
-}  // namespace streams_events
+}  // namespace workbook

@@ -1,6 +1,6 @@
-// fused_sums.cuh: the device building blocks of the fused pass (chapter 05), shared with chapter
-// 06's data-parallel replicas so that both compute the three sums with the same code, hence the
-// same bits. CUDA only: include it from .cu files.
+// fused_sums.cuh: the device building blocks of the fused training pass, for chapter 05's
+// kernels and chapter 06's replicas, so that both compute the three sums of an epoch with the
+// same code, hence the same bits. CUDA only: include it from .cu files.
 //
 //   const Sums s = block_sums<kThreads>(thread_sums(x, y, n, w, b, t, T));   // valid in thread 0
 //   kernel<<<fused_blocks(n, multiprocessors), kThreads, 0, stream>>>(...);
@@ -8,7 +8,8 @@
 // The sums of one epoch over n points: sum r^2 (the loss), sum r x and sum r (the gradients),
 // r = w x + b - y. Each thread reads its grid-stride share as 16-byte float4s, a block adds its
 // threads' sums with a fixed-shape tree, and the order of every addition is a function of n and
-// the launch shape only, so reruns are bit-identical.
+// the launch shape only, so reruns are bit-identical. Their CPU twin is the float64 reference:
+// train_reference in regression_problem.h sums the same three terms in double.
 #pragma once
 
 #include <cuda_runtime.h>

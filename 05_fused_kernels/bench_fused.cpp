@@ -1,0 +1,310 @@
+// bench_fused.cpp: chapter 05's measuring harness, beside the lesson (fused_kernels.cu), whose
+// kernels it links. Three measurements the lesson leaves out:
+//
+//   fused_kernels_bench --sweep --csv sweep.csv    # every size x every variant, checked, then timed
+//   fused_kernels_bench --breakdown                 # per-kernel time of variants 1 and 3 at --points
+//   fused_kernels_bench --trace trace.json          # a Chrome trace of 3 epochs of variants 1, 3, 4, 6
+//
+// Without a mode flag it runs --sweep and --breakdown. Every timed or traced run is checked
+// against the float64 reference first, as in the lesson.
+#include "cli.h"
+#include "compute_capability.h"
+#include "copy_ceiling.h"
+#include "epoch_trace.h"
+#include "fused_kernels.cuh"
+#include "gpu_probe.h"
+#include "nvtx.h"
+#include "program.h"
+#include "regression_cli.h"
+#include "report.h"
+#include "stats.h"
+#include "sweep.h"
+#include "table.h"
+
+#include <algorithm>
+#include <fstream>
+#include <future>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace workbook;
+using namespace workbook::fused;
+
+constexpr Tolerance kAtomicLossTolerance{0.0, 1e-3};  // variant 2: see fused_kernels.cu
+
+regression::Check check_variant(Variant v, const TrainingResult& got, const TrainingResult& want) {
+  return regression::check_against(got, want, regression::kParameterTolerance,
+                                   v == Variant::kAtomic ? kAtomicLossTolerance : regression::kLossTolerance);
+}
+
+// One epoch of variant v with a pair of events around each GPU operation (the same launches as
+// FusedTraining::epoch), on tracks first_track... (variant 6: its stream, then one per side stream).
+void traced_epoch(FusedTraining& gpu, Variant v, int epoch, TraceRecorder& trace, int first_track,
+                  std::vector<Event>& joins) {
+  const std::string e = "e" + std::to_string(epoch) + " ";
+  cudaStream_t main = gpu.stream();
+  auto op = [&](cudaStream_t s, int track, const std::string& name, const char* category, auto&& enqueue) {
+    trace.op(s, first_track + track, e + name, category, enqueue);
+  };
+  const int blocks = gpu.shape(v).blocks;
+  switch (v) {
+    case Variant::kUnfused:
+      op(main, 0, "forward", "compute", [&] { gpu.unfused_forward(); });
+      op(main, 0, "loss", "compute", [&] { gpu.unfused_loss(epoch); });
+      op(main, 0, "backward", "compute", [&] { gpu.unfused_backward(); });
+      op(main, 0, "step", "step", [&] { gpu.unfused_step(); });
+      return;
+    case Variant::kBlockReduce:
+      op(main, 0, "fused kernel", "compute", [&] { gpu.block_partials({0, gpu.train_points()}, 0, blocks, main); });
+      op(main, 0, "update", "step", [&] { gpu.update(epoch, blocks, blocks); });
+      return;
+    case Variant::kLastBlock:
+      op(main, 0, "fused kernel + last block's step", "compute", [&] { gpu.last_block_epoch(epoch); });
+      return;
+    case Variant::kStreams: {  // FusedTraining::streams_epoch, with its fork and join events here
+      const int stride = blocks * kStreamCount;
+      Event& ready = joins.emplace_back();
+      ready.record(main);
+      for (int k = 0; k < kStreamCount; ++k) {
+        cudaStream_t side = gpu.side_stream(k);
+        CUDA_CHECK(cudaStreamWaitEvent(side, ready.get(), 0));
+        op(side, 1 + k, "segment " + std::to_string(k + 1), "compute",
+           [&] { gpu.block_partials(gpu.segment(k), k * blocks, stride, side); });
+        Event& done = joins.emplace_back();
+        done.record(side);
+        CUDA_CHECK(cudaStreamWaitEvent(main, done.get(), 0));
+      }
+      op(main, 0, "update", "step", [&] { gpu.update(epoch, stride, stride); });
+      return;
+    }
+    default: throw std::logic_error("traced_epoch: variants 1, 3, 4 and 6 only");
+  }
+}
+
+// `warmup` plain epochs, then `epochs` traced ones of each variant of the layout (an untimed pass).
+std::vector<TraceOp> record(FusedTraining& gpu, const TraceLayout& layout, int warmup, int epochs) {
+  NvtxRange range("trace");
+  TraceRecorder trace(layout.tracks);
+  std::vector<Event> joins;
+  joins.reserve(static_cast<std::size_t>(layout.variants.size() * epochs * (kStreamCount + 1)));
+  for (std::size_t i = 0; i < layout.variants.size(); ++i) {
+    const Variant v = layout.variants[i];
+    gpu.reset_params();
+    for (int e = 0; e < warmup; ++e) gpu.epoch(v, e);
+    trace.mark_origin(gpu.stream());  // time zero: the first traced variant's; later ones follow it
+    for (int e = warmup; e < warmup + epochs; ++e) traced_epoch(gpu, v, e, trace, layout.first_track[i], joins);
+  }
+  return trace.ops();
+}
+
+// --breakdown: the median per-epoch time of each operation of variants 1 and 3, from a traced pass.
+void breakdown(FusedTraining& gpu, Report& report) {
+  const std::vector<Variant> both{Variant::kUnfused, Variant::kBlockReduce};
+  const TraceLayout layout = trace_layout(both);
+  const int epochs = gpu.epochs() - std::min(kTraceWarmupEpochs, gpu.epochs() - 1);
+  const std::vector<TraceOp> ops = record(gpu, layout, gpu.epochs() - epochs, epochs);
+  Table table({{"variant", "variant"}, {"operation", "operation"}, {"us", "us/epoch", 2}, {"share", "share %", 1}});
+  nlohmann::json per_epoch = nlohmann::json::object();
+  for (std::size_t i = 0; i < both.size(); ++i) {
+    std::map<std::string, std::vector<double>> samples;  // operation -> its duration in every epoch
+    std::vector<std::string> order;
+    for (const TraceOp& op : ops) {
+      if (op.track != layout.first_track[i]) continue;
+      const std::string name = op.name.substr(op.name.find(' ') + 1);  // drop "e<epoch> "
+      if (samples[name].empty()) order.push_back(name);
+      samples[name].push_back(op.duration_us);
+    }
+    double total = 0.0;
+    for (const std::string& name : order) total += median(samples[name]);
+    nlohmann::json entry = {{"total", total * 1e-3}};
+    for (const std::string& name : order) {
+      const double us = median(samples[name]);
+      table.add_row().set("variant", label(both[i])).set("operation", name).set("us", us).set("share", 100.0 * us / total);
+      entry[name] = us * 1e-3;
+    }
+    per_epoch[both[i] == Variant::kUnfused ? "unfused" : "fused"] = entry;
+  }
+  report.out() << "per-epoch time of each operation at " << gpu.train_points() << " training points (median over "
+               << epochs << " epochs, a pair of CUDA events around each):\n";
+  table.print(report.out());
+  report.json()["per_epoch_ms"] = per_epoch;
+}
+
+// --trace FILE: the Chrome trace, and what each variant's epochs add up to.
+void trace_to_file(FusedTraining& gpu, const std::vector<Variant>& variants, const std::string& path, Report& report) {
+  const TraceLayout layout = trace_layout(variants);
+  const int epochs = std::min(kTracedEpochs, gpu.epochs());
+  const int warmup = std::min(kTraceWarmupEpochs, gpu.epochs() - epochs);
+  const std::vector<TraceOp> ops = record(gpu, layout, warmup, epochs);
+  write_chrome_trace(path, ops, layout.tracks);
+  Table table({{"variant", "variant"}, {"ops", "ops/epoch"}, {"epoch_us", "epoch us", 2},
+               {"busy_us", "some op running us", 2}, {"busy_percent", "%", 0}});
+  for (const TracedVariant& t : summarize_trace(ops, layout, epochs)) {
+    table.add_row().set("variant", label(t.variant)).set("ops", t.ops / epochs).set("epoch_us", t.epoch_us)
+        .set("busy_us", t.busy_us).set("busy_percent", t.epoch_us > 0 ? 100.0 * t.busy_us / t.epoch_us : 0.0);
+  }
+  report.out() << "trace: " << epochs << " epochs per variant after " << warmup
+               << " warm-up, a pair of CUDA events around each GPU operation (untimed pass):\n";
+  table.print(report.out());
+  report.out() << "trace: " << ops.size() << " operations on " << layout.tracks.size() << " tracks written to " << path << "\n";
+  report.json()["trace"] = {{"path", path}, {"epochs", epochs}, {"warmup_epochs", warmup}, {"operations", ops.size()},
+                            {"tracks", layout.tracks}, {"variants", table.json()}};
+}
+
+// --sweep: per size, the data, the float64 reference on a host thread (the large sizes take
+// seconds each, so they run side by side), and the first run of every variant; then each first
+// run checked, and those that passed timed.
+void sweep(const Config& base, const std::vector<std::int64_t>& sizes, const std::vector<Variant>& variants,
+           Repeats repeats, double copy_gbps, const std::string& csv, Report& report) {
+  std::ostream& out = report.out();
+  out << "sweep: " << sizes.size() << " sizes x " << variants.size() << " variants, " << base.epochs
+      << " epochs, median of " << repeats.timed << " runs after " << repeats.warmup << " warm-up; lr " << base.lr
+      << " up to " << regression::kArticlePoints << " points, scaled by (5M/N)^2 above\n"
+      << table_header() << "\n";
+  struct SizeRun {
+    Config config;
+    std::unique_ptr<FusedTraining> gpu;
+    std::future<TrainingResult> reference;
+    std::vector<std::pair<Variant, TrainingResult>> first;
+  };
+  std::vector<SizeRun> runs;
+  nlohmann::json skipped = nlohmann::json::array();  // variants this GPU cannot run, once each, with why
+  Stream stream;
+  for (const std::int64_t points : sizes) {
+    SizeRun run;
+    run.config = base;
+    run.config.points = points;
+    run.config.lr = regression::scaled_lr(base.lr, points);
+    regression::validate(run.config);
+    run.gpu = std::make_unique<FusedTraining>(run.config, stream.get());  // the sizes before it are still held
+    run.reference = std::async(std::launch::async, [data = run.gpu->copy_dataset(), config = run.config] {
+      return regression::train_reference(data, config);
+    });
+    for (const Variant v : variants) {
+      if (!run.gpu->supports(v) && runs.empty()) {  // the same for every size: the GPU decides
+        skipped.push_back({{"variant", static_cast<int>(v)}, {"name", variant_name(v)}, {"skipped", run.gpu->skip_reason(v)}});
+      }
+      if (!run.gpu->supports(v) || (v == Variant::kAtomic && points > kAtomicSweepCap)) continue;
+      run.first.emplace_back(v, run.gpu->train(v));
+    }
+    runs.push_back(std::move(run));
+  }
+  std::vector<SweepRow> rows;
+  for (SizeRun& run : runs) {
+    const TrainingResult want = run.reference.get();
+    for (const auto& [v, first] : run.first) {
+      SweepRow row{"cuda", variant_name(v), run.config.points, run.gpu->train_points(), run.config.epochs, run.config.lr};
+      row.copy_gbps = copy_gbps;
+      const regression::Check c = check_variant(v, first, want);
+      row.passed = c.ok && !first.diverged_at;
+      row.w = first.w;
+      row.b = first.b;
+      report.check(row.passed, "variant " + label(v) + " at " + std::to_string(row.points) + " points: " +
+                                   (c.ok ? std::string("diverged") : c.failure));
+      if (row.passed) {
+        const int timed = v == Variant::kAtomic ? std::min(repeats.timed, 3) : repeats.timed;  // ~1 s a run at 5M
+        std::vector<double> ms;
+        for (int i = 0; i < repeats.warmup + timed; ++i) {
+          const double t = run.gpu->train(v).training_ms;
+          if (i >= repeats.warmup) ms.push_back(t);
+        }
+        const Stats t = summarize(ms);
+        row.median_ms = t.median;
+        row.min_ms = t.min;
+        row.max_ms = t.max;
+        row.repeats = static_cast<int>(t.count);
+      }
+      out << table_line(row) << "\n";
+      rows.push_back(row);
+    }
+    run.gpu.reset();  // free this size's GPU memory
+  }
+  for (const auto& k : skipped) {
+    out << "  " << label(static_cast<Variant>(k["variant"].get<int>())) << " skipped: " << k["skipped"].get<std::string>() << "\n";
+  }
+  nlohmann::json& j = report.json();
+  j["rows"] = nlohmann::json::array();
+  for (const SweepRow& r : rows) j["rows"].push_back(to_json(r));
+  j["skipped"] = skipped;
+  if (!csv.empty()) {
+    std::ofstream file(csv);
+    write_csv(file, rows);
+    if (!file) throw std::runtime_error("cannot write " + csv);
+    out << "wrote " << csv << "\n";
+  }
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"Chapter 05's bench: size sweep, per-kernel breakdown and Chrome trace of the fused variants"};
+  CommonOptions common;
+  add_common_options(app, common);
+  Config config;
+  regression::add_problem_options(app, config);
+  bool do_sweep = false, do_breakdown = false;
+  std::string variant_list = "all", sizes_text, csv, trace_path;
+  int repeats = 3, copy_mib = 1024;
+  app.add_flag("--sweep", do_sweep, "every size of --sizes x every variant: checked, then timed");
+  app.add_flag("--breakdown", do_breakdown, "per-kernel time of variants 1 and 3 at --points");
+  app.add_option("--trace", trace_path, "write a Chrome trace (Perfetto, chrome://tracing) of 3 epochs of variants 1, 3, 4, 6")
+      ->type_name("FILE");
+  app.add_option("--variant", variant_list, "all, or a list of 1-7 (e.g. 1,4,7)")->type_name("V");
+  app.add_option("--sizes", sizes_text, "sweep sizes, e.g. 500,5K,5M (default: the article's, plus 100K)")->type_name("LIST");
+  app.add_option("--csv", csv, "sweep: write the rows as CSV to FILE")->type_name("FILE");
+  app.add_option("--repeats", repeats, "timed runs per variant and size (default 3; 2 with --quick)")->type_name("R");
+  add_size_option(app, "--copy-mib", copy_mib, "size in MiB of the device-to-device copy that gives the ceiling");
+  if (auto code = parse_command_line(app, argc, argv)) return *code;
+  if (!do_sweep && !do_breakdown && app.count("--trace") == 0) do_sweep = do_breakdown = true;
+  if (common.quick && app.count("--points") == 0) config.points = 20'011;
+  if (common.quick && app.count("--epochs") == 0) config.epochs = 20;
+  if (common.quick && app.count("--copy-mib") == 0) copy_mib = 64;
+  if (common.quick && app.count("--repeats") == 0) repeats = 2;
+  regression::validate(config);
+  const std::vector<Variant> variants = parse_variants(variant_list);
+  require_at_least("--repeats", repeats, 1);
+  require_at_least("--copy-mib", copy_mib, 1);
+  require_at_most("--copy-mib", copy_mib, 16384);
+  if (!do_sweep && (app.count("--sizes") || app.count("--csv"))) throw UsageError("--sizes and --csv need --sweep");
+  const std::vector<std::int64_t> sizes = !sizes_text.empty() ? parse_sizes(sizes_text)
+                                          : common.quick      ? std::vector<std::int64_t>{2, 1025, 20'011}
+                                                              : default_sweep_sizes();
+  if (app.count("--sizes") && sizes_text.empty()) parse_sizes(sizes_text);  // an empty list is refused
+  if (app.count("--csv") && csv.empty()) throw UsageError("--csv needs a file name");
+  if (app.count("--trace")) {
+    if (trace_path.empty()) throw UsageError("--trace needs a file name");
+    trace_layout(variants);  // refuse a selection with nothing to trace before touching the GPU
+  }
+  (void)pretended_compute_capability();
+
+  use_device(common.device);
+  Report report("fused_kernels_bench", common.json);
+  report.json()["device_name"] = describe_device(common.device);
+  report.out() << "fused_kernels_bench: device " << describe_device(common.device) << "\n";
+  Stream stream;
+  require_gpu_memory("--copy-mib " + std::to_string(copy_mib), ByteCount().add(copy_mib, 1 << 20, 2));
+  const double copy_gbps = device_copy_gbps(static_cast<std::size_t>(copy_mib) << 20, stream.get());
+  report.out() << "ceiling: device-to-device copy of " << copy_mib << " MiB: " << copy_gbps << " GB/s (bytes read + written)\n";
+  report.json()["copy_gbps"] = copy_gbps;
+  report.json()["epochs"] = config.epochs;
+  if (do_sweep) sweep(config, sizes, variants, Repeats{common.quick ? 1 : 2, repeats}, copy_gbps, csv, report);
+  if (do_breakdown || app.count("--trace")) {
+    FusedTraining gpu(config, stream.get());
+    const TrainingResult want = regression::train_reference(gpu.copy_dataset(), config);
+    for (const Variant v : {Variant::kUnfused, Variant::kBlockReduce, Variant::kLastBlock, Variant::kStreams}) {
+      const regression::Check c = check_variant(v, gpu.train(v), want);  // what is traced is right
+      report.check(c.ok, "variant " + label(v) + " at " + std::to_string(config.points) + " points: " + c.failure);
+    }
+    if (report.passed() && do_breakdown) breakdown(gpu, report);
+    if (report.passed() && app.count("--trace")) trace_to_file(gpu, variants, trace_path, report);
+  }
+  return report.finish();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return workbook::guarded_main("fused_kernels_bench", [&] { return run(argc, argv); });
+}

@@ -1,0 +1,100 @@
+// ladder.cpp: the bookkeeping of chapter 05's variants, in plain C++: their names and the
+// --variant list, the bandwidth arithmetic, what a GPU supports, variant 6's segments.
+#include "fused_kernels.cuh"
+
+#include "cli.h"
+#include "cuda_check.h"
+
+#include <algorithm>
+
+namespace workbook::fused {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+Dataset FusedTraining::copy_dataset() const {
+  Dataset d;
+  d.split = regression::split_of(config_.points);
+  d.x.resize(config_.points);
+  d.y.resize(config_.points);
+  CUDA_CHECK(cudaMemcpy(d.x.data(), x_.data(), x_.bytes(), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(d.y.data(), y_.data(), y_.bytes(), cudaMemcpyDeviceToHost));
+  return d;
+}
+
+std::string FusedTraining::skip_reason(Variant v) const {
+  if (v != Variant::kPersistent || max_cluster_ > 0) return "";
+  if (!capability_.at_least(9, 0)) {
+    return "needs thread-block clusters and distributed shared memory, compute capability 9.0 (Hopper) or newer; "
+           "this GPU is " + capability_.text();
+  }
+  if (cluster_code_arch_ < 90) {
+    return "this build has no sm_90 code for it (its code here was compiled for compute capability " +
+           std::to_string(cluster_code_arch_ / 10) + "." + std::to_string(cluster_code_arch_ % 10) +
+           "): build with -arch=sm_90 or the default architectures";
+  }
+  return "no thread-block cluster of 1 to 16 blocks of 512 threads fits on this GPU now";
+}
+
+Segment FusedTraining::segment(int k) const {
+  const std::int64_t length = ceil_div(ceil_div(train_points_, kStreamCount), 4) * 4;
+  const std::int64_t first = std::min(train_points_, k * length);
+  return {first, std::min(length, train_points_ - first)};
+}
+
+cudaStream_t FusedTraining::side_stream(int k) {
+  while (side_streams_.size() < kStreamCount) {
+    side_streams_.emplace_back();
+    side_done_.emplace_back();
+  }
+  return side_streams_.at(static_cast<std::size_t>(k)).get();
+}
+
+std::vector<Variant> all_variants() {
+  std::vector<Variant> v;
+  for (int i = 1; i <= kVariantCount; ++i) v.push_back(static_cast<Variant>(i));
+  return v;
+}
+
+const char* variant_name(Variant v) {
+  switch (v) {
+    case Variant::kUnfused: return "unfused";
+    case Variant::kAtomic: return "atomic";
+    case Variant::kBlockReduce: return "block_reduce";
+    case Variant::kLastBlock: return "last_block";
+    case Variant::kGraph: return "graph";
+    case Variant::kStreams: return "streams";
+    case Variant::kPersistent: return "persistent";
+  }
+  return "?";
+}
+
+std::string label(Variant v) { return std::to_string(static_cast<int>(v)) + " " + variant_name(v); }
+
+bool is_deterministic(Variant v) { return v != Variant::kAtomic; }
+
+std::vector<Variant> parse_variants(const std::string& text) {
+  if (text == "all") return all_variants();
+  std::vector<Variant> variants;
+  for (const std::string& part : list_items("--variant", text)) {
+    if (part.size() != 1 || part[0] < '1' || part[0] > '0' + kVariantCount) {
+      throw UsageError("--variant must be 'all' or a list of 1.." + std::to_string(kVariantCount) + ", got '" +
+                       text + "'");
+    }
+    const Variant v = static_cast<Variant>(part[0] - '0');
+    if (std::find(variants.begin(), variants.end(), v) == variants.end()) variants.push_back(v);
+  }
+  return variants;
+}
+
+double bytes_read_per_epoch(std::int64_t train_points) { return 8.0 * static_cast<double>(train_points); }
+
+double achieved_gbps(std::int64_t train_points, int epochs, double ms) {
+  return bytes_read_per_epoch(train_points) * epochs / (ms * 1e6);
+}
+
+double us_per_epoch(int epochs, double ms) { return ms * 1e3 / epochs; }
+
+}  // namespace workbook::fused

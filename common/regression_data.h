@@ -1,0 +1,29 @@
+// regression_data.h: the regression's X and y made on the GPU, as chapters 04, 05 and 06 train on
+// them; make_dataset_cpu (regression_problem.h) is the host twin, equal bit for bit.
+//
+//   DeviceBuffer<float> noise = make_noise_on_gpu(config, stream);     // empty when config.noise == 0
+//   launch_make_data(x, y, noise.data(), config.noise, 0, config.points, stream);
+//
+// A shard (chapter 06) passes its first global index and length: its points are the same bits
+// as the whole set's. Host-only declarations: g++ compiles this header, the kernel is in the .cu.
+#pragma once
+
+#include "device_buffer.h"
+#include "regression_problem.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace workbook::regression {
+
+// The whole noise vector of config (cuRAND's device Philox4x32-10, config.seed, noise_count(points)
+// normals), or an empty buffer when config.noise is 0. Queued on `stream`.
+DeviceBuffer<float> make_noise_on_gpu(const Config& config, cudaStream_t stream);
+
+// x[i] = X_{first + i}, y[i] = 0.7 X + 0.3 (+ sigma * noise[first + i] when noise is not null),
+// for i in [0, count). Explicit roundings, so the host's make_dataset_cpu matches bit for bit.
+void launch_make_data(float* x, float* y, const float* noise, double sigma, std::int64_t first, std::int64_t count,
+                      cudaStream_t stream);
+
+}  // namespace workbook::regression

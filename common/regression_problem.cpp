@@ -1,0 +1,151 @@
+// regression_problem.cpp: the data, the float64 reference and the check of the chapters' regression.
+#include "regression_problem.h"
+
+#include "curand_generator.h"
+#include "exit_codes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace workbook::regression {
+
+void validate(const Config& config) {
+  std::ostringstream m;
+  if (config.points < 2) m << "--points must be at least 2 (one to train, one to test), got " << config.points;
+  else if (config.epochs < 1) m << "--epochs must be at least 1, got " << config.epochs;
+  else if (!std::isfinite(config.lr) || config.lr <= 0.0)
+    m << "--lr must be a finite number greater than 0, got " << config.lr;
+  else if (!std::isfinite(config.noise) || config.noise < 0.0)
+    m << "--noise must be a finite number of at least 0, got " << config.noise;
+  else if (config.print_every < 1) m << "--print-every must be at least 1, got " << config.print_every;
+  if (!m.str().empty()) throw UsageError(m.str());
+}
+
+double scaled_lr(double base_lr, std::int64_t points) {
+  if (points <= kArticlePoints) return base_lr;
+  const double ratio = static_cast<double>(kArticlePoints) / static_cast<double>(points);
+  return base_lr * ratio * ratio;
+}
+
+Split split_of(std::int64_t points) {
+  Split s;
+  s.train = points / 5 * 4 + points % 5 * 4 / 5;  // floor(0.8 * points) without floating point
+  s.test = points - s.train;
+  return s;
+}
+
+float x_at(std::int64_t i) {
+  const float index = static_cast<float>(i);  // exact below 2^24, as on the GPU
+  return index * kXStep;
+}
+
+float y_clean(float x) {
+  const float scaled = kTrueW * x;  // two roundings, never fused: the GPU uses __fmul_rn, __fadd_rn
+  return scaled + kTrueB;
+}
+
+std::int64_t noise_count(std::int64_t points) { return (points + 1) / 2 * 2; }
+
+Dataset make_dataset_cpu(const Config& config) {
+  Dataset d;
+  d.split = split_of(config.points);
+  d.x.resize(config.points);
+  d.y.resize(config.points);
+  for (std::int64_t i = 0; i < config.points; ++i) {
+    d.x[i] = x_at(i);
+    d.y[i] = y_clean(d.x[i]);
+  }
+  if (config.noise > 0.0) {
+    // cuRAND's host API draws the same Philox4x32-10 stream as its device API for this seed.
+    std::vector<float> normal(static_cast<std::size_t>(noise_count(config.points)));
+    CurandGenerator generator(RngLocation::kHost, config.seed);
+    generator.normal(normal.data(), normal.size(), 0.0f, 1.0f);
+    const float sigma = static_cast<float>(config.noise);
+    for (std::size_t i = 0; i < d.y.size(); ++i) {
+      const float scaled = sigma * normal[i];
+      d.y[i] = d.y[i] + scaled;
+    }
+  }
+  return d;
+}
+
+bool is_divergent(double loss, double first_loss) {
+  return !std::isfinite(loss) || loss > kDivergenceFactor * first_loss;
+}
+
+std::optional<int> first_divergent(const std::vector<double>& losses) {
+  for (std::size_t e = 0; e < losses.size(); ++e) {
+    if (is_divergent(losses[e], losses.front())) return static_cast<int>(e);
+  }
+  return std::nullopt;
+}
+
+TrainingResult train_reference(const Dataset& data, const Config& config) {
+  const float* x = data.x.data();
+  const float* y = data.y.data();
+  const std::int64_t n = data.split.train;
+  double w = kInitialW, b = kInitialB;
+  TrainingResult r;
+  for (int epoch = 0; epoch < config.epochs; ++epoch) {
+    double sum_rr = 0.0, sum_rx = 0.0, sum_r = 0.0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double residual = w * x[i] + b - y[i];
+      sum_rr += residual * residual;
+      sum_rx += residual * x[i];
+      sum_r += residual;
+    }
+    const double loss = sum_rr / n;
+    r.losses.push_back(loss);
+    if (is_divergent(loss, r.losses.front())) {
+      r.diverged_at = epoch;
+      return r;
+    }
+    w -= config.lr * 2.0 * sum_rx / n;
+    b -= config.lr * 2.0 * sum_r / n;
+  }
+  double sum_test = 0.0;
+  for (std::int64_t i = n; i < n + data.split.test; ++i) {
+    const double residual = w * x[i] + b - y[i];
+    sum_test += residual * residual;
+  }
+  r.w = w;
+  r.b = b;
+  r.test_mse = sum_test / data.split.test;
+  return r;
+}
+
+Check check_against(const TrainingResult& got, const TrainingResult& want, Tolerance parameters, Tolerance losses,
+                    const std::string& reference_name) {
+  Check c;
+  if (want.diverged_at || got.diverged_at) {
+    c.ok = want.diverged_at == got.diverged_at;
+    auto epoch = [](const std::optional<int>& e) { return e ? std::to_string(*e) : std::string("-"); };
+    if (!c.ok) {
+      c.failure = "diverged at epoch " + epoch(got.diverged_at) + ", " + reference_name + " at epoch " +
+                  epoch(want.diverged_at);
+    }
+    return c;
+  }
+  c.w = relative_error(got.w, want.w);
+  c.b = relative_error(got.b, want.b);
+  c.test_mse = relative_error(got.test_mse, want.test_mse);
+  for (std::size_t e = 0; e < got.losses.size() && e < want.losses.size(); ++e) {
+    c.losses = std::max(c.losses, relative_error(got.losses[e], want.losses[e]));
+  }
+  const Comparison per_epoch = compare(got.losses, want.losses, losses);
+  if (!within(got.w, want.w, parameters)) c.failure = "w differs from " + reference_name;
+  else if (!within(got.b, want.b, parameters)) c.failure = "b differs from " + reference_name;
+  else if (!per_epoch.ok()) c.failure = "losses differ from " + reference_name + ": " + per_epoch.summary();
+  else if (!within(got.test_mse, want.test_mse, losses)) c.failure = "test MSE differs from " + reference_name;
+  c.ok = c.failure.empty();
+  return c;
+}
+
+std::vector<int> printed_epochs(int epochs_run, int print_every) {
+  std::vector<int> epochs;
+  for (int e = 0; e < epochs_run; e += print_every) epochs.push_back(e);
+  return epochs;
+}
+
+}  // namespace workbook::regression

@@ -1,0 +1,81 @@
+// table.cpp: the printing of a Table.
+#include "table.h"
+
+#include "format.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace workbook {
+
+Table::Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
+
+const Column* Table::find(const std::string& key) const {
+  for (const Column& c : columns_) {
+    if (c.key == key) return &c;
+  }
+  return nullptr;
+}
+
+Table::Row& Table::Row::set(const std::string& key, nlohmann::json value) {
+  if (table_->find(key) == nullptr) throw std::logic_error("Table: no column '" + key + "'");
+  cells_[key] = std::move(value);
+  return *this;
+}
+
+Table::Row& Table::add_row() {
+  rows_.push_back(Row(this));
+  return rows_.back();
+}
+
+std::string Table::cell_text(const Row& row, const Column& column) const {
+  if (!row.cells_.contains(column.key)) return "";
+  const nlohmann::json& v = row.cells_[column.key];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+  if (v.is_number_float() && column.digits >= 0) {
+    const char* pattern = column.style == Column::Style::kScientific ? "%.*e" : "%.*f";
+    return format(pattern, column.digits, v.get<double>());
+  }
+  return v.dump();
+}
+
+void Table::print(std::ostream& out, const std::string& indent) const {
+  std::vector<const Column*> shown;
+  for (const Column& c : columns_) {
+    if (!c.heading.empty()) shown.push_back(&c);
+  }
+  std::vector<std::size_t> width;
+  std::vector<bool> text;  // a column of text is left-aligned
+  for (const Column* c : shown) {
+    std::size_t w = c->heading.size();
+    bool all_text = true;
+    for (const Row& r : rows_) {
+      w = std::max(w, cell_text(r, *c).size());
+      if (r.cells_.contains(c->key) && !r.cells_[c->key].is_string()) all_text = false;
+    }
+    width.push_back(w);
+    text.push_back(all_text);
+  }
+  auto line = [&](auto&& cell_of) {
+    std::string s = indent;
+    for (std::size_t i = 0; i < shown.size(); ++i) {
+      const std::string cell = cell_of(i);
+      const std::string pad(width[i] - std::min(width[i], cell.size()), ' ');
+      s += i == 0 ? "" : "  ";
+      s += text[i] ? cell + (i + 1 == shown.size() ? "" : pad) : pad + cell;
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    out << s << "\n";
+  };
+  line([&](std::size_t i) { return shown[i]->heading; });
+  for (const Row& r : rows_) line([&](std::size_t i) { return cell_text(r, *shown[i]); });
+}
+
+nlohmann::json Table::json() const {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const Row& r : rows_) rows.push_back(r.cells_);
+  return rows;
+}
+
+}  // namespace workbook
