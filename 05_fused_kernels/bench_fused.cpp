@@ -59,7 +59,7 @@ void traced_epoch(FusedTraining& gpu, Variant v, int epoch, TraceRecorder& trace
       op(main, 0, "step", "step", [&] { gpu.unfused_step(); });
       return;
     case Variant::kBlockReduce:
-      op(main, 0, "fused kernel", "compute", [&] { gpu.block_partials({0, gpu.train_points()}, 0, blocks, main); });
+      op(main, 0, "fused kernel", "compute", [&] { gpu.block_partials({0, gpu.train_points()}, blocks, 0, blocks, main); });
       op(main, 0, "update", "step", [&] { gpu.update(epoch, blocks, blocks); });
       return;
     case Variant::kLastBlock:
@@ -73,7 +73,7 @@ void traced_epoch(FusedTraining& gpu, Variant v, int epoch, TraceRecorder& trace
         cudaStream_t side = gpu.side_stream(k);
         CUDA_CHECK(cudaStreamWaitEvent(side, ready.get(), 0));
         op(side, 1 + k, "segment " + std::to_string(k + 1), "compute",
-           [&] { gpu.block_partials(gpu.segment(k), k * blocks, stride, side); });
+           [&] { gpu.block_partials(gpu.segment(k), blocks, k * blocks, stride, side); });
         Event& done = joins.emplace_back();
         done.record(side);
         CUDA_CHECK(cudaStreamWaitEvent(main, done.get(), 0));

@@ -310,8 +310,7 @@ void FusedTraining::atomic_epoch(int epoch) {
   CUDA_CHECK_LAUNCH();
 }
 
-void FusedTraining::block_partials(Segment points, int column, int stride, cudaStream_t stream) {
-  const int blocks = shape(Variant::kBlockReduce).blocks;
+void FusedTraining::block_partials(Segment points, int blocks, int column, int stride, cudaStream_t stream) {
   fused_sums_kernel<false><<<blocks, kThreads, 0, stream>>>(x_.data() + points.first, y_.data() + points.first,
                                                            points.count, params_.data(), partials_.data() + column,
                                                            stride, nullptr, StepArgs{});
@@ -344,7 +343,7 @@ void FusedTraining::streams_epoch(int epoch) {
   for (int k = 0; k < kStreamCount; ++k) {
     cudaStream_t side = side_stream(k);
     CUDA_CHECK(cudaStreamWaitEvent(side, params_ready_.get(), 0));
-    block_partials(segment(k), k * blocks, stride, side);
+    block_partials(segment(k), blocks, k * blocks, stride, side);
     side_done_[k].record(side);
     CUDA_CHECK(cudaStreamWaitEvent(stream_, side_done_[k].get(), 0));
   }
@@ -363,7 +362,7 @@ void FusedTraining::epoch(Variant v, int epoch) {
     case Variant::kAtomic: return atomic_epoch(epoch);
     case Variant::kBlockReduce: {
       const int blocks = shape(v).blocks;
-      block_partials({0, train_points_}, 0, blocks, stream_);
+      block_partials({0, train_points_}, blocks, 0, blocks, stream_);
       return update(epoch, blocks, blocks);
     }
     case Variant::kLastBlock: return last_block_epoch(epoch);

@@ -98,7 +98,9 @@ class FusedTraining {
   void unfused_backward();
   void unfused_step();
   void atomic_epoch(int epoch);                            // variant 2: sums kernel + update kernel
-  void block_partials(Segment points, int column, int stride, cudaStream_t stream);  // variants 3, 6
+  // Variants 3 and 6: `blocks` blocks over `points`, their sums into partials columns
+  // [column, column + blocks) of three rows `stride` apart.
+  void block_partials(Segment points, int blocks, int column, int stride, cudaStream_t stream);
   void update(int epoch, int partial_count, int stride);   // variants 3, 6
   void last_block_epoch(int epoch);                        // variants 4, 5
   void streams_epoch(int epoch);                           // variant 6
