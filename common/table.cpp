@@ -57,19 +57,28 @@ void Table::print(std::ostream& out, const std::string& indent) const {
     width.push_back(w);
     text.push_back(all_text);
   }
-  auto line = [&](auto&& cell_of) {
+  // `last` columns are aligned; a row whose cells stop early (a skipped run, say) and whose
+  // last column is set prints that cell right after its own, not after a run of blanks.
+  auto line = [&](auto&& cell_of, std::size_t aligned) {
     std::string s = indent;
     for (std::size_t i = 0; i < shown.size(); ++i) {
+      if (i >= aligned && i + 1 < shown.size()) continue;
       const std::string cell = cell_of(i);
       const std::string pad(width[i] - std::min(width[i], cell.size()), ' ');
       s += i == 0 ? "" : "  ";
-      s += text[i] ? cell + (i + 1 == shown.size() ? "" : pad) : pad + cell;
+      s += text[i] || i >= aligned ? cell + pad : pad + cell;
     }
     while (!s.empty() && s.back() == ' ') s.pop_back();
     out << s << "\n";
   };
-  line([&](std::size_t i) { return shown[i]->heading; });
-  for (const Row& r : rows_) line([&](std::size_t i) { return cell_text(r, *shown[i]); });
+  line([&](std::size_t i) { return shown[i]->heading; }, shown.size());
+  for (const Row& r : rows_) {
+    std::size_t set = 0;  // the cells before the first unset one
+    while (set < shown.size() && r.cells_.contains(shown[set]->key)) ++set;
+    bool rest_unset = set + 1 < shown.size() && r.cells_.contains(shown.back()->key);
+    for (std::size_t i = set; rest_unset && i + 1 < shown.size(); ++i) rest_unset = !r.cells_.contains(shown[i]->key);
+    line([&](std::size_t i) { return cell_text(r, *shown[i]); }, rest_unset ? set : shown.size());
+  }
 }
 
 nlohmann::json Table::json() const {

@@ -601,6 +601,17 @@ TEST_CASE("table: the printed text and the JSON rows come from the same cells") 
         "  variant          ms      err\n"
         "  4 last_block  1.527  1.2e-07\n"
         "  7 persistent\n");
+
+  // A row that stops early but sets the last column prints that cell right after its own.
+  Table s({{"name", "variant"}, {"ms", "ms", 3}, {"check", "check"}});
+  s.add_row().set("name", "4 last_block").set("ms", 1.5).set("check", "ok");
+  s.add_row().set("name", "7 persistent").set("check", "skipped: no clusters");
+  std::ostringstream skipped;
+  s.print(skipped, "");
+  CHECK(skipped.str() ==
+        "variant          ms  check\n"
+        "4 last_block  1.500  ok\n"
+        "7 persistent  skipped: no clusters\n");
   const nlohmann::json j = t.json();
   REQUIRE(j.size() == 2);
   CHECK(j[0]["ms"].get<double>() == 1.52749);  // unrounded
