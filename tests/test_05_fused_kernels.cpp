@@ -542,9 +542,9 @@ TEST_CASE("program on an older GPU: variant 7 skipped with its reason in text an
   REQUIRE(r.exit_code == 0);
   CHECK(last_line(r.out) == "PASS");
   // The table's row of variant 7: its number and name, then the reason in place of the numbers.
-  const std::size_t row = r.out.find("  7  persistent ");
-  REQUIRE(row != std::string::npos);
-  const std::string line = r.out.substr(row, r.out.find('\n', row) - row);
+  const std::size_t at = r.out.find("  7  persistent ");
+  REQUIRE(at != std::string::npos);
+  const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
   CHECK_THAT(line, ContainsSubstring(std::string("skipped: ") + kClusterReason));
   const nlohmann::json j = read_json(json);
   CHECK(j["passed"] == true);
