@@ -15,7 +15,6 @@
 #include "gpu_probe.h"
 #include "nvtx.h"
 #include "program.h"
-#include "regression_cli.h"
 #include "report.h"
 #include "stats.h"
 #include "sweep.h"
@@ -242,31 +241,23 @@ int run(int argc, char** argv) {
   CLI::App app{"Chapter 05's bench: size sweep, per-kernel breakdown and Chrome trace of the fused variants"};
   CommonOptions common;
   add_common_options(app, common);
-  Config config;
-  regression::add_problem_options(app, config);
+  LadderOptions o;
+  o.repeats = 3;
+  add_ladder_options(app, o, "timed runs per variant and size (default 3; 2 with --quick)");
   bool do_sweep = false, do_breakdown = false;
-  std::string variant_list = "all", sizes_text, csv, trace_path;
-  int repeats = 3, copy_mib = 1024;
+  std::string sizes_text, csv, trace_path;
   app.add_flag("--sweep", do_sweep, "every size of --sizes x every variant: checked, then timed");
   app.add_flag("--breakdown", do_breakdown, "per-kernel time of variants 1 and 3 at --points");
   app.add_option("--trace", trace_path, "write a Chrome trace (Perfetto, chrome://tracing) of 3 epochs of variants 1, 3, 4, 6")
       ->type_name("FILE");
-  app.add_option("--variant", variant_list, "all, or a list of 1-7 (e.g. 1,4,7)")->type_name("V");
   app.add_option("--sizes", sizes_text, "sweep sizes, e.g. 500,5K,5M (default: the article's, plus 100K)")->type_name("LIST");
   app.add_option("--csv", csv, "sweep: write the rows as CSV to FILE")->type_name("FILE");
-  app.add_option("--repeats", repeats, "timed runs per variant and size (default 3; 2 with --quick)")->type_name("R");
-  add_size_option(app, "--copy-mib", copy_mib, "size in MiB of the device-to-device copy that gives the ceiling");
   if (auto code = parse_command_line(app, argc, argv)) return *code;
   if (!do_sweep && !do_breakdown && app.count("--trace") == 0) do_sweep = do_breakdown = true;
-  if (common.quick && app.count("--points") == 0) config.points = 20'011;
-  if (common.quick && app.count("--epochs") == 0) config.epochs = 20;
-  if (common.quick && app.count("--copy-mib") == 0) copy_mib = 64;
-  if (common.quick && app.count("--repeats") == 0) repeats = 2;
-  regression::validate(config);
-  const std::vector<Variant> variants = parse_variants(variant_list);
-  require_at_least("--repeats", repeats, 1);
-  require_at_least("--copy-mib", copy_mib, 1);
-  require_at_most("--copy-mib", copy_mib, 16384);
+  finish_ladder_options(app, common.quick, o);
+  const Config& config = o.config;
+  const std::vector<Variant>& variants = o.variants;
+  const int repeats = o.repeats, copy_mib = o.copy_mib;
   if (!do_sweep && (app.count("--sizes") || app.count("--csv"))) throw UsageError("--sizes and --csv need --sweep");
   const std::vector<std::int64_t> sizes = !sizes_text.empty() ? parse_sizes(sizes_text)
                                           : common.quick      ? std::vector<std::int64_t>{2, 1025, 20'011}

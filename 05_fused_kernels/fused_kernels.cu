@@ -26,7 +26,6 @@
 #include "gpu_memory.h"
 #include "nvtx.h"
 #include "program.h"
-#include "regression_cli.h"
 #include "regression_data.h"
 #include "report.h"
 #include "table.h"
@@ -486,24 +485,14 @@ int run(int argc, char** argv) {
   CLI::App app{"Chapter 05: chapter 04's regression fused into one kernel per epoch, then one launch in all"};
   CommonOptions common;
   add_common_options(app, common);
-  Config config;
-  regression::add_problem_options(app, config);
-  std::string variant_list = "all";
-  int repeats = 10;
-  int copy_mib = 1024;
-  app.add_option("--variant", variant_list, "all, or a list of 1-7 (e.g. 1,4,7)")->type_name("V");
-  app.add_option("--repeats", repeats, "timed runs per variant (2 with --quick; at most 3 for variant 2)")->type_name("R");
-  add_size_option(app, "--copy-mib", copy_mib, "size in MiB of the device-to-device copy that gives the ceiling");
+  LadderOptions o;
+  o.repeats = 10;
+  add_ladder_options(app, o, "timed runs per variant (default 10, 2 with --quick; at most 3 for variant 2)");
   if (auto code = parse_command_line(app, argc, argv)) return *code;
-  if (common.quick && app.count("--points") == 0) config.points = 20'011;  // odd, not a block multiple
-  if (common.quick && app.count("--epochs") == 0) config.epochs = 20;
-  if (common.quick && app.count("--copy-mib") == 0) copy_mib = 64;
-  if (common.quick && app.count("--repeats") == 0) repeats = 2;
-  regression::validate(config);
-  const std::vector<Variant> variants = parse_variants(variant_list);
-  require_at_least("--repeats", repeats, 1);
-  require_at_least("--copy-mib", copy_mib, 1);
-  require_at_most("--copy-mib", copy_mib, 16384);
+  finish_ladder_options(app, common.quick, o);
+  const Config& config = o.config;
+  const std::vector<Variant>& variants = o.variants;
+  const int repeats = o.repeats, copy_mib = o.copy_mib;
   (void)pretended_compute_capability();  // a malformed test override is refused before anything is printed
 
   use_device(common.device);

@@ -14,6 +14,7 @@
 #include "regression_problem.h"
 #include "stream.h"
 
+#include <CLI/CLI.hpp>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -48,6 +49,20 @@ std::string label(Variant v);         // "4 last_block"
 bool is_deterministic(Variant v);
 // "all" or a comma-separated list of 1..7 ("1,3,7"). Throws UsageError naming --variant.
 std::vector<Variant> parse_variants(const std::string& text);
+
+// The flags both programs of the chapter take: the problem's (common/regression_cli.h), and
+// --variant, --repeats and --copy-mib (the size of the ceiling's device-to-device copy).
+struct LadderOptions {
+  Config config;
+  std::string variant_list = "all";
+  int repeats = 0;  // timed runs per variant (the caller's default)
+  int copy_mib = 1024;
+  std::vector<Variant> variants;  // set by finish_ladder_options
+};
+void add_ladder_options(CLI::App& app, LadderOptions& options, const std::string& repeats_help);
+// After parsing: --quick's small sizes where a flag was not given (20,011 points, 20 epochs, a
+// 64 MiB copy, 2 repeats), then every value checked (UsageError naming the flag).
+void finish_ladder_options(const CLI::App& app, bool quick, LadderOptions& options);
 
 // Bytes one epoch must read (X and y of the training points, 4 bytes each), and what a run of
 // `epochs` in `ms` achieves against that: GB/s (1e9 bytes per second) and microseconds per epoch.

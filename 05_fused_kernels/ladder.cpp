@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "cuda_check.h"
+#include "regression_cli.h"
 
 #include <algorithm>
 
@@ -87,6 +88,26 @@ std::vector<Variant> parse_variants(const std::string& text) {
     if (std::find(variants.begin(), variants.end(), v) == variants.end()) variants.push_back(v);
   }
   return variants;
+}
+
+void add_ladder_options(CLI::App& app, LadderOptions& o, const std::string& repeats_help) {
+  regression::add_problem_options(app, o.config);
+  app.add_option("--variant", o.variant_list, "all, or a list of 1-7 (e.g. 1,4,7)")->type_name("V");
+  app.add_option("--repeats", o.repeats, repeats_help)->type_name("R");
+  add_size_option(app, "--copy-mib", o.copy_mib, "size in MiB of the device-to-device copy that gives the ceiling");
+}
+
+void finish_ladder_options(const CLI::App& app, bool quick, LadderOptions& o) {
+  auto unset = [&](const char* flag) { return quick && app.count(flag) == 0; };
+  if (unset("--points")) o.config.points = 20'011;  // odd, not a block multiple
+  if (unset("--epochs")) o.config.epochs = 20;
+  if (unset("--copy-mib")) o.copy_mib = 64;
+  if (unset("--repeats")) o.repeats = 2;
+  regression::validate(o.config);
+  o.variants = parse_variants(o.variant_list);
+  require_at_least("--repeats", o.repeats, 1);
+  require_at_least("--copy-mib", o.copy_mib, 1);
+  require_at_most("--copy-mib", o.copy_mib, 16384);
 }
 
 double bytes_read_per_epoch(std::int64_t train_points) { return 8.0 * static_cast<double>(train_points); }
