@@ -19,7 +19,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
 source "$here/../common/benchmark_start.sh" 06_multi_gpu multi_gpu "$@"
 steps=",${3:-${STEPS:-topology,allreduce,dp,ddp,mpi,scaling,fault,nccl_tests,plot}},"
-program=$build/multi_gpu
+program=$build/multi_gpu        # the lesson: dp, and each ddp rank
+bench=$build/multi_gpu_bench    # topology, allreduce, the ddp launcher, scaling, the fault
 mkdir -p "$results"
 # The program sets these itself in main(); PyTorch and nccl-tests do not, so they are set here too.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
@@ -39,12 +40,12 @@ status=0
 nvidia-smi topo -m >"$results/nvidia_smi_topo.txt" 2>&1 || true
 
 if step topology; then
-  "$program" topology --json "$results/topology.json" | tee "$results/topology.txt" || status=1
+  "$bench" topology --json "$results/topology.json" | tee "$results/topology.txt" || status=1
 fi
 if step allreduce; then
   for n in 2 4 8; do
     (( n <= gpus )) || continue
-    "$program" allreduce --gpus "$n" --json "$results/allreduce_${n}gpus.json" | tee "$results/allreduce_${n}gpus.txt" || status=1
+    "$bench" allreduce --gpus "$n" --json "$results/allreduce_${n}gpus.json" | tee "$results/allreduce_${n}gpus.txt" || status=1
   done
 fi
 if step dp; then
@@ -53,10 +54,10 @@ fi
 if step ddp; then
   for n in 1 2 4; do
     (( n <= gpus )) || continue
-    "$program" ddp --nproc "$n" --json "$results/ddp_${n}.json" | tee "$results/ddp_${n}.txt" || status=1
+    "$bench" ddp --nproc "$n" --json "$results/ddp_${n}.json" | tee "$results/ddp_${n}.txt" || status=1
     python3 "$here/pytorch_ddp.py" --nproc "$n" --json "$results/ddp_pytorch_${n}.json" | tee "$results/ddp_pytorch_${n}.txt" || status=1
     if (( n > 1 )); then  # the same run with non-blocking communicators, for the README's comparison
-      "$program" ddp --nproc "$n" --nccl-nonblocking --json "$results/nonblocking_ddp_${n}.json" \
+      "$bench" ddp --nproc "$n" --nccl-nonblocking --json "$results/nonblocking_ddp_${n}.json" \
         >"$results/nonblocking_ddp_${n}.txt" 2>&1 || status=1
     fi
   done
@@ -72,13 +73,13 @@ if step mpi && mpirun --version 2>/dev/null | grep -q "Open MPI"; then
   done
 fi
 if step scaling; then
-  "$program" scaling --repeats 3 --json "$results/scaling.json" | tee "$results/scaling.txt" || status=1
+  "$bench" scaling --repeats 3 --json "$results/scaling.json" | tee "$results/scaling.txt" || status=1
   python3 "$here/pytorch_ddp.py" --scaling --repeats 3 --json "$results/pytorch_scaling.json" | tee "$results/pytorch_scaling.txt" || status=1
 fi
 # The fault: rank 1 of 2 dies at epoch 100; the run must end, naming it, within the bound.
 if step fault && (( gpus >= 2 )); then
   start=$SECONDS
-  "$program" ddp --nproc 2 --fail-rank 1 --fail-epoch 100 --timeout-s 20 --json "$results/fault.json" \
+  "$bench" ddp --nproc 2 --fail-rank 1 --fail-epoch 100 --timeout-s 20 --json "$results/fault.json" \
     >"$results/fault.txt" 2>&1 && status=1  # it must fail
   echo "wall seconds: $((SECONDS - start))" >>"$results/fault.txt"
 fi

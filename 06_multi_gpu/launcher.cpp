@@ -2,6 +2,8 @@
 // The stop signals it forwards are caught by StopSignals (stop_signals.cpp).
 #include "launcher.h"
 
+#include "stop_signals.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -27,20 +29,6 @@ extern char** environ;
 
 namespace workbook::multi_gpu {
 namespace {
-
-std::optional<int> read_int(EnvLookup getenv_fn, const char* name) {
-  const char* value = getenv_fn(name);
-  if (value == nullptr) return std::nullopt;
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(value, &end, 10);
-  if (*value == '\0' || *end != '\0' || errno != 0 || v < INT_MIN || v > INT_MAX) {
-    throw std::invalid_argument(std::string(name) + "='" + value + "' is not an integer");
-  }
-  return static_cast<int>(v);
-}
-
-std::string variable_name(const std::string& entry) { return entry.substr(0, entry.find('=')); }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -165,61 +153,6 @@ std::optional<Unresponsive> find_unresponsive(const std::vector<std::pair<int, L
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> forced_environment() {
-  return {{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"}, {"NVSHMEM_DISABLE_NVLS", "1"}};
-}
-
-void apply_forced_environment() {
-  for (const auto& [name, value] : forced_environment()) {
-    if (setenv(name.c_str(), value.c_str(), 1) != 0) {
-      throw std::runtime_error("setenv " + name + ": " + std::strerror(errno));
-    }
-  }
-}
-
-void require_forced_environment() {
-  for (const auto& [name, value] : forced_environment()) {
-    const char* now = std::getenv(name.c_str());
-    if (now == nullptr || value != now) {
-      throw std::runtime_error(name + " is " + (now ? std::string("'") + now + "'" : std::string("unset")) +
-                               ", must be " + value +
-                               " before any NCCL call (NVLink multicast can take shared GPUs out of service): "
-                               "call apply_forced_environment() first thing in main()");
-    }
-  }
-}
-
-std::string forced_environment_text() {
-  std::string text;
-  for (const auto& [name, value] : forced_environment()) {
-    const char* now = std::getenv(name.c_str());
-    text += (text.empty() ? "" : " ") + name + "=" + (now ? now : "(unset)");
-  }
-  return text;
-}
-
-std::optional<WorkerIdentity> worker_identity_from_environment(EnvLookup getenv_fn) {
-  const std::optional<int> rank = read_int(getenv_fn, kRankVariable);
-  if (!rank) return std::nullopt;
-  WorkerIdentity w;
-  w.rank = *rank;
-  const std::optional<int> world = read_int(getenv_fn, kWorldSizeVariable);
-  if (!world || *world < 1) throw std::invalid_argument(std::string(kWorldSizeVariable) + " must be set to at least 1");
-  w.world_size = *world;
-  if (w.rank < 0 || w.rank >= w.world_size) {
-    throw std::invalid_argument(std::string(kRankVariable) + "=" + std::to_string(w.rank) + " is not a rank of " +
-                                std::to_string(w.world_size));
-  }
-  w.local_rank = read_int(getenv_fn, kLocalRankVariable).value_or(w.rank);
-  if (w.local_rank < 0) throw std::invalid_argument(std::string(kLocalRankVariable) + " must be at least 0");
-  const char* id = getenv_fn(kNcclIdVariable);
-  if (id == nullptr || *id == '\0') throw std::invalid_argument(std::string(kNcclIdVariable) + " is not set");
-  w.nccl_id_hex = id;
-  w.control_fd = read_int(getenv_fn, kControlFdVariable).value_or(-1);
-  w.heartbeat_fd = read_int(getenv_fn, kHeartbeatFdVariable).value_or(-1);
-  return w;
-}
-
 std::vector<std::string> worker_environment(const std::vector<std::string>& parent, const WorkerIdentity& identity) {
   std::vector<std::pair<std::string, std::string>> ours = forced_environment();
   ours.emplace_back(kRankVariable, std::to_string(identity.rank));
@@ -228,11 +161,12 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& pare
   ours.emplace_back(kNcclIdVariable, identity.nccl_id_hex);
   if (identity.control_fd >= 0) ours.emplace_back(kControlFdVariable, std::to_string(identity.control_fd));
   if (identity.heartbeat_fd >= 0) ours.emplace_back(kHeartbeatFdVariable, std::to_string(identity.heartbeat_fd));
+  if (identity.fail_epoch >= 0) ours.emplace_back(kFailEpochVariable, std::to_string(identity.fail_epoch));
   std::vector<std::string> env;
   for (const std::string& entry : parent) {
     const std::string name = variable_name(entry);
-    // never inherit a pipe number from an outer launcher
-    bool replaced = name == kControlFdVariable || name == kHeartbeatFdVariable;
+    // never inherit a pipe number or a fault from an outer launcher
+    bool replaced = name == kControlFdVariable || name == kHeartbeatFdVariable || name == kFailEpochVariable;
     for (const auto& [ours_name, value] : ours) replaced = replaced || name == ours_name;
     if (!replaced) env.push_back(entry);
   }
@@ -273,7 +207,7 @@ std::string describe_failure(const LaunchResult& r) {
 }
 
 LaunchResult launch_workers(const std::string& program, const std::vector<std::string>& args, int nproc,
-                            const std::string& nccl_id_hex, LaunchBounds bounds, std::ostream& log) {
+                            const std::string& nccl_id_hex, LaunchBounds bounds, std::ostream& log, Fault fault) {
   using Clock = std::chrono::steady_clock;
   struct Child {
     pid_t pid = -1;
@@ -316,6 +250,7 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
       id.nccl_id_hex = nccl_id_hex;
       id.control_fd = pipe_fds[0];
       id.heartbeat_fd = beat_fds[1];
+      if (rank == fault.rank) id.fail_epoch = fault.epoch;
       // Everything the child needs is built before fork(): after it, the child only calls
       // async-signal-safe functions (prctl, getppid, sigaction, sigprocmask, dup2, close_range/fcntl,
       // execve, _exit).
@@ -543,43 +478,6 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
     if (c.heartbeat >= 0) close(c.heartbeat);
   }
   return result;
-}
-
-ControlChannel::ControlChannel(int fd, int heartbeat_fd) : fd_(fd), heartbeat_fd_(heartbeat_fd) {
-  // Never wait to beat, whoever made the descriptor.
-  if (heartbeat_fd_ >= 0) (void)fcntl(heartbeat_fd_, F_SETFL, fcntl(heartbeat_fd_, F_GETFL) | O_NONBLOCK);
-}
-
-ControlChannel::~ControlChannel() {
-  if (fd_ >= 0) close(fd_);
-  if (heartbeat_fd_ >= 0) close(heartbeat_fd_);
-}
-
-void ControlChannel::heartbeat() {
-  if (heartbeat_fd_ < 0) return;
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last_beat_ < std::chrono::milliseconds(100)) return;
-  last_beat_ = now;
-  const char beat = '.';
-  if (write(heartbeat_fd_, &beat, 1) < 0) {
-    // EAGAIN: the pipe is full of beats the launcher has not read yet; it knows this rank is alive
-  }
-}
-
-std::optional<std::string> ControlChannel::poll() {
-  if (message_ || fd_ < 0) return message_;
-  pollfd p{fd_, POLLIN, 0};
-  if (::poll(&p, 1, 0) <= 0) return std::nullopt;
-  char chunk[256];
-  const ssize_t got = read(fd_, chunk, sizeof chunk);
-  if (got == 0) {
-    message_ = "the launcher exited (its control pipe closed)";
-  } else if (got > 0) {
-    buffer_.append(chunk, static_cast<std::size_t>(got));
-    const std::size_t newline = buffer_.find('\n');
-    if (newline != std::string::npos) message_ = buffer_.substr(0, newline);
-  }
-  return message_;
 }
 
 }  // namespace workbook::multi_gpu

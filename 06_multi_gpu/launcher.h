@@ -1,22 +1,22 @@
-// launcher.h: the built-in single-node launcher of `multi_gpu ddp --nproc N`, what torchrun does
-// for one node: start N copies of this program, one rank each, hand them the NCCL unique id
+// launcher.h: the single-node launcher of `multi_gpu_bench ddp --nproc N`, what torchrun does for
+// one node: start N copies of the lesson's `multi_gpu ddp`, one rank each, hand them the NCCL unique id
 // (hex, in an environment variable), watch them, and when one fails tell the others, wait a
 // bounded time for them to stop, and kill the stragglers. SIGTERM, SIGINT and SIGHUP sent to the
 // launcher are forwarded to every rank; the launcher returns only after every rank is gone.
 //
 //   apply_forced_environment();   // first thing in main(): multicast off in this process
-//   LaunchResult r = launch_workers(self_path(), worker_args, 4, id_hex, {30.0, 300.0}, std::cerr);
+//   LaunchResult r = launch_workers(lesson_program, worker_args, 4, id_hex, {30.0, 300.0}, std::cerr);
 //   if (r.first_failure) ...   // which rank failed first, and how
 //   if (r.timed_out) ...       // nothing failed, but r.still_running outlived the whole-run bound
 //   if (r.stop_signal) ...     // stopped by SIGTERM, SIGINT or SIGHUP; end_by_signal() after the report
 //
 // A worker finds its rank with worker_identity_from_environment() and listens on its
 // ControlChannel (a pipe from the launcher) while it waits for the GPU; the same object sends
-// the launcher a heartbeat from those waits, so a rank that stops responding can be named.
+// the launcher a heartbeat from those waits, so a rank that stops responding can be named
+// (rank_environment.h: the worker's side).
 #pragma once
 
-#include "plan.h"
-#include "stop_signals.h"  // end_by_signal, for the program after a launch a signal stopped
+#include "rank_environment.h"
 
 #include <chrono>
 #include <optional>
@@ -26,44 +26,6 @@
 
 namespace workbook::multi_gpu {
 
-// The variables the launcher sets for each worker.
-inline constexpr const char* kRankVariable = "WORKBOOK_DDP_RANK";
-inline constexpr const char* kWorldSizeVariable = "WORKBOOK_DDP_WORLD_SIZE";
-inline constexpr const char* kLocalRankVariable = "WORKBOOK_DDP_LOCAL_RANK";
-inline constexpr const char* kNcclIdVariable = "WORKBOOK_NCCL_ID";
-inline constexpr const char* kControlFdVariable = "WORKBOOK_DDP_CONTROL_FD";
-inline constexpr const char* kHeartbeatFdVariable = "WORKBOOK_DDP_HEARTBEAT_FD";
-
-// NVLink multicast (NVLS) stays off in every process of this program, whatever its parent had,
-// because a program that uses it can take a shared host's GPUs out of service. NCCL reads these
-// variables once, at its first call, so they must be set before any NCCL call in the process.
-std::vector<std::pair<std::string, std::string>> forced_environment();
-
-// setenv(name, value, 1) for each of forced_environment(). Call it first thing in main(), while
-// the process has one thread (setenv is not safe beside another thread's getenv).
-void apply_forced_environment();
-
-// Throws std::runtime_error naming the first variable of forced_environment() whose value in this
-// process's environment differs. Called before every NCCL entry point of this chapter.
-void require_forced_environment();
-
-// "NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1": the values in
-// effect in this process ("(unset)" for a missing one), for the reports.
-std::string forced_environment_text();
-
-struct WorkerIdentity {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;
-  std::string nccl_id_hex;
-  int control_fd = -1;    // -1: no launcher pipe (e.g. started by hand)
-  int heartbeat_fd = -1;  // the write end of the heartbeat pipe to the launcher, -1: none
-};
-
-// nullopt when kRankVariable is not set (not a worker); throws std::invalid_argument naming the
-// variable when one is malformed or inconsistent (rank >= world size, missing id).
-std::optional<WorkerIdentity> worker_identity_from_environment(EnvLookup getenv_fn);
-
 // The worker's environment: `parent` ("NAME=value" entries) minus any earlier worker variables,
 // plus the identity and forced_environment(), each exactly once.
 std::vector<std::string> worker_environment(const std::vector<std::string>& parent, const WorkerIdentity& identity);
@@ -71,7 +33,7 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& pare
 // This process's environment as "NAME=value" entries.
 std::vector<std::string> current_environment();
 
-// /proc/self/exe: the program to start again for each worker.
+// /proc/self/exe: this program's path (the lesson program is its neighbour).
 std::string self_path();
 
 struct ChildExit {
@@ -132,29 +94,13 @@ std::string describe_failure(const LaunchResult& r);
 // `bounds.after_signal_s` later are killed, and the result's stop_signal says which it was.
 // It returns only when every rank has been reaped. One launch at a time per process (the signal
 // handlers are the process's). Progress lines go to `log`.
-LaunchResult launch_workers(const std::string& program, const std::vector<std::string>& args, int nproc,
-                            const std::string& nccl_id_hex, LaunchBounds bounds, std::ostream& log);
-
-// The worker's end of the launcher's pipes. poll() never blocks: nullopt while nothing has
-// arrived, else the launcher's message (or a note that the launcher is gone: the pipe closed).
-// heartbeat() tells the launcher this rank is still running its wait loops: one byte at most
-// every 100 ms, never blocking. A rank that waits for a stuck peer keeps beating; the stuck one
-// falls silent, and that is how the launcher tells the two apart.
-class ControlChannel {
- public:
-  explicit ControlChannel(int fd, int heartbeat_fd = -1);
-  ~ControlChannel();
-  ControlChannel(const ControlChannel&) = delete;
-  ControlChannel& operator=(const ControlChannel&) = delete;
-  std::optional<std::string> poll();
-  void heartbeat();
-
- private:
-  int fd_ = -1;
-  int heartbeat_fd_ = -1;
-  std::chrono::steady_clock::time_point last_beat_{};
-  std::string buffer_;
-  std::optional<std::string> message_;
+// `fault`, when its rank is set, makes that rank leave at that epoch (kFailEpochVariable): the
+// bench's fault injection, seen by the rank's Communicator (nccl_comm.h).
+struct Fault {
+  int rank = -1;
+  int epoch = -1;
 };
+LaunchResult launch_workers(const std::string& program, const std::vector<std::string>& args, int nproc,
+                            const std::string& nccl_id_hex, LaunchBounds bounds, std::ostream& log, Fault fault = {});
 
 }  // namespace workbook::multi_gpu

@@ -4,7 +4,7 @@
 //   Topology t = measure_topology({0, 1, 2, 3}, 256 << 20, {2, 10});
 //   std::vector<AllreduceRow> rows = measure_allreduce({0, 1}, allreduce_sizes(8, 1 << 30, 2), {5, 20, 5});
 //
-// Both are host-side code (g++); the all-reduce check kernels are in multi_gpu.cu.
+// The all-reduce check kernels and the latch of the latency measurement are in measure.cu.
 #pragma once
 
 #include "event_timer.h"

@@ -6,7 +6,7 @@
 // environment, so that the program can refuse with a reason instead of starting N launchers.
 #pragma once
 
-#include "plan.h"
+#include "sharding.h"
 
 #include <cstddef>
 

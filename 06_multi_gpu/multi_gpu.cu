@@ -1,240 +1,501 @@
-// multi_gpu.cu: one replica's kernels (its shard's data, the fused sums, the step) and the
-// all-reduce benchmark's fill, check and latch kernels.
+// multi_gpu.cu: chapter 06's lesson. Chapter 05 trained the regression on one GPU; here the same
+// training runs on every GPU of a machine (or several), data-parallel, the way PyTorch's
+// DataParallel and DistributedDataParallel do it. The training set is cut into one shard per GPU;
+// each epoch, every GPU computes chapter 05's three sums over its shard, NCCL all-reduces those
+// three floats, and every GPU applies the same SGD step: the same bits of w and b everywhere.
+// Read it beside "The Role of GPUs in Deep Learning" (DataParallel, DistributedDataParallel) and
+// "Understanding the Host and Device Paradigm" (ranks: one process per GPU).
 //
-// The per-GPU work is chapter 05's fused gradient: one pass over the shard's X and y computes
-// sum r^2, sum r x and sum r (r = w x + b - y) with 16-byte loads, a fixed-shape shuffle tree per
-// block, and the last block to finish adding the block partials in block order (05's variant 4).
-// The building blocks are common/fused_sums.cuh, shared with 05, so a replica adds in 05's order.
-// The one difference from 05's kernel: this one stops at the three sums instead of applying the
-// step, because the step needs the sums of every shard: the all-reduce goes in between.
+//   multi_gpu                           # dp: one process drives every GPU (the DataParallel analog)
+//   mpirun -np 2 multi_gpu ddp          # one process per GPU (the DDP analog); or, without MPI,
+//   multi_gpu_bench ddp --nproc 2       # the bench's launcher starts the ranks, as torchrun would
+//   multi_gpu_bench ...                 # topology, all-reduce sweep, faults, scaling (bench_multi_gpu.cpp)
+//
+// What one GPU does each epoch (its shard's three sums, the step) is replica.cu.
 #include "multi_gpu.cuh"
 
+#include "cli.h"
 #include "cuda_check.h"
-#include "fused_sums.cuh"
-#include "globaltimer.cuh"
+#include "format.h"
+#include "gpu_probe.h"
+#include "mpi_bootstrap.h"
+#include "nccl_check.h"
 #include "nvtx.h"
-#include "regression_data.h"
+#include "program.h"
+#include "rank_environment.h"
+#include "regression_cli.h"
+#include "report.h"
+#include "stream.h"
+#include "table.h"
 
 #include <algorithm>
+#include <future>
+#include <memory>
 
 namespace workbook::multi_gpu {
 namespace {
 
-using regression::kInitialB;
-using regression::kInitialW;
+// How many epochs the host may run ahead of the GPU in the DDP loop before it waits (polling):
+// enough that the GPU never starves, few enough that a hang is seen within an epoch or two, and
+// so few collectives in flight that a blocking ncclAllReduce never waits for room in NCCL's queue.
+constexpr int kEpochsInFlight = 4;
 
-using fused::block_sums;
-using fused::ceil_div;
-using fused::fused_blocks;
-using fused::kThreads;
-using fused::reduce_partials;
-using fused::Sums;
-using fused::thread_sums;
-
-__global__ void set_params_kernel(float* params) {
-  params[0] = kInitialW;
-  params[1] = kInitialB;
+// One timed run's figures of a rank, from its events and what it read back.
+RankResult rank_result(int rank, int device, const Replica& replica, const Problem& problem,
+                       const std::vector<double>& runs_ms) {
+  const Replica::Result r = replica.read(problem.config.epochs);
+  RankResult out;
+  out.rank = rank;
+  out.device = device;
+  out.w = r.w;
+  out.b = r.b;
+  out.test_mse = r.test_sum * static_cast<float>(1.0 / problem.test_points);
+  out.shard_points = replica.train_shard().count;
+  out.training_ms = summarize(runs_ms);
+  out.epoch_us = 1e3 * out.training_ms.median / problem.config.epochs;
+  return out;
 }
-
-// 05's fused_sums_kernel<true> without the step: every block writes its partials, the last block
-// to be counted adds them in block order into sums[0..2] and resets the counter.
-__global__ void __launch_bounds__(kThreads)
-    shard_sums_kernel(const float* __restrict__ x, const float* __restrict__ y, std::int64_t n, const float* params,
-                      float* partials, unsigned* done_count, float* sums) {
-  const float w = params[0];
-  const float b = params[1];
-  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const Sums s = block_sums<kThreads>(thread_sums(x, y, n, w, b, t, static_cast<std::int64_t>(gridDim.x) * blockDim.x));
-  const int stride = static_cast<int>(gridDim.x);
-  if (threadIdx.x == 0) {
-    partials[blockIdx.x] = s.rr;
-    partials[stride + blockIdx.x] = s.rx;
-    partials[2 * stride + blockIdx.x] = s.r;
-  }
-  __shared__ bool is_last;
-  if (threadIdx.x == 0) {
-    __threadfence();  // release: this block's partials before its count
-    is_last = atomicAdd(done_count, 1u) == gridDim.x - 1;
-  }
-  __syncthreads();
-  if (!is_last) return;
-  __threadfence();  // acquire: every counted block's partials after the count
-  const Sums total = reduce_partials(partials, stride, stride);
-  if (threadIdx.x == 0) {
-    sums[0] = total.rr;
-    sums[1] = total.rx;
-    sums[2] = total.r;
-    *done_count = 0;
-  }
-}
-
-// 05's apply_step on the all-reduced sums: the same float operations on every replica, so the
-// same bits of w and b everywhere.
-__global__ void step_kernel(const float* sums, float* params, float* losses, int epoch, float lr, float inv_n,
-                            float two_inv_n) {
-  losses[epoch] = sums[0] * inv_n;
-  const float grad_w = sums[1] * two_inv_n;
-  const float grad_b = sums[2] * two_inv_n;
-  params[0] -= lr * grad_w;
-  params[1] -= lr * grad_b;
-}
-
-__global__ void fill_kernel(float* data, std::size_t count, int rank) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
-    data[i] = static_cast<float>(i % 7 + 1 + rank);
-  }
-}
-
-__global__ void count_wrong_kernel(const float* data, std::size_t count, int ranks, unsigned long long* wrong) {
-  unsigned long long mine = 0;
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
-    const float want = static_cast<float>(ranks * static_cast<int>(i % 7 + 1) + ranks * (ranks - 1) / 2);
-    if (data[i] != want) ++mine;
-  }
-  if (mine != 0) atomicAdd(wrong, mine);  // an integer count: any order gives the same total
-}
-
-// One thread polls the host's counter through PCIe (volatile: every read goes to host memory).
-// On timeout it says so in release[1], so that the sample is not taken for a GPU-paced one.
-__global__ void latch_kernel(volatile unsigned* release, unsigned ticket, unsigned long long timeout_ns) {
-  const unsigned long long start = global_timer_ns();
-  while (release[0] < ticket) {
-    if (global_timer_ns() - start > timeout_ns) {  // the host never raised it: go on, do not hang
-      release[1] = ticket;
-      return;
-    }
-  }
-}
-
-int elementwise_blocks(std::int64_t n) {
-  return static_cast<int>(std::clamp<std::int64_t>(ceil_div(n, kThreads), 1, 4096));
-}
-
 
 }  // namespace
 
-Problem make_problem(const regression::Config& config) {
-  regression::validate(config);
-  Problem p;
-  p.config = config;
-  const regression::Split split = regression::split_of(config.points);
-  p.train_points = split.train;
-  p.test_points = split.test;
-  return p;
+bool ParallelRun::bit_identical() const {
+  for (const RankResult& r : ranks) {
+    if (r.w != ranks.front().w || r.b != ranks.front().b || r.test_mse != ranks.front().test_mse) return false;
+  }
+  return true;
 }
 
-ByteCount Replica::bytes_needed(const Problem& problem, Shard train, Shard test) {
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  int multiprocessors = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  const int blocks = std::max(fused_blocks(train.count, multiprocessors), fused_blocks(test.count, multiprocessors));
-  ByteCount need;
-  need.add(std::max<std::int64_t>(train.count, 1), sizeof(float), 2);  // x, y
-  need.add(std::max<std::int64_t>(test.count, 1), sizeof(float), 2);   // test x, y
-  need.add(3 * static_cast<std::int64_t>(blocks) + 3 + 3 + 2, sizeof(float));  // partials, sums, params
-  need.add(problem.config.epochs, sizeof(float));                        // losses
-  need.add(1, sizeof(unsigned));                                         // done count
-  const std::int64_t points = problem.config.points;
-  if (problem.config.noise > 0.0) need.add(regression::noise_count(points), sizeof(float));  // the whole noise
-  return need;
+const RankResult& ParallelRun::slowest() const {
+  return *std::max_element(ranks.begin(), ranks.end(), [](const RankResult& a, const RankResult& b) {
+    return a.training_ms.median < b.training_ms.median;
+  });
 }
 
-Replica::Replica(const Problem& problem, Shard train, Shard test, cudaStream_t stream)
-    : problem_(problem), train_(train), test_(test), stream_(stream) {
-  NvtxRange range("make shard");
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  int multiprocessors = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  blocks_ = fused_blocks(train.count, multiprocessors);
-  test_blocks_ = fused_blocks(test.count, multiprocessors);
-  // A buffer of each shard (never a pointer into a bigger one): 16-byte aligned for float4 loads.
-  x_ = DeviceBuffer<float>(std::max<std::int64_t>(train.count, 1));
-  y_ = DeviceBuffer<float>(std::max<std::int64_t>(train.count, 1));
-  test_x_ = DeviceBuffer<float>(std::max<std::int64_t>(test.count, 1));
-  test_y_ = DeviceBuffer<float>(std::max<std::int64_t>(test.count, 1));
-  partials_ = DeviceBuffer<float>(3 * static_cast<std::size_t>(std::max(blocks_, test_blocks_)));
-  sums_ = DeviceBuffer<float>(3);
-  test_sums_ = DeviceBuffer<float>(3);
-  params_ = DeviceBuffer<float>(2);
-  losses_ = DeviceBuffer<float>(problem.config.epochs);
-  done_count_ = DeviceBuffer<unsigned>(1);
-  CUDA_CHECK(cudaMemsetAsync(done_count_.data(), 0, done_count_.bytes(), stream_));
-  CUDA_CHECK(cudaMemsetAsync(sums_.data(), 0, sums_.bytes(), stream_));
-  CUDA_CHECK(cudaMemsetAsync(test_sums_.data(), 0, test_sums_.bytes(), stream_));
-  CUDA_CHECK(cudaMemsetAsync(losses_.data(), 0, losses_.bytes(), stream_));
-  CUDA_CHECK(cudaMemsetAsync(x_.data(), 0, x_.bytes(), stream_));  // empty shards stay initialised
-  CUDA_CHECK(cudaMemsetAsync(y_.data(), 0, y_.bytes(), stream_));
-  CUDA_CHECK(cudaMemsetAsync(test_x_.data(), 0, test_x_.bytes(), stream_));
-  CUDA_CHECK(cudaMemsetAsync(test_y_.data(), 0, test_y_.bytes(), stream_));
+// ---------------------------------------------------------------------------------------------
+// The DataParallel analog: one process, a plan per device (cuda-samples' simpleMultiGPU), and
+// each epoch queued on every device before the host waits for any.
 
-  // The shard's points of the whole data set, bit for bit (the noise is drawn for every point).
-  const DeviceBuffer<float> noise = regression::make_noise_on_gpu(problem.config, stream_);
-  regression::launch_make_data(x_.data(), y_.data(), noise.data(), problem.config.noise, train.start, train.count, stream_);
-  regression::launch_make_data(test_x_.data(), test_y_.data(), noise.data(), problem.config.noise, test.start, test.count,
-                               stream_);
-  enqueue_reset();
-  CUDA_CHECK(cudaStreamSynchronize(stream_));  // the noise buffer is freed next
+ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& devices, int repeats) {
+  NvtxRange range("data parallel");
+  const int count = static_cast<int>(devices.size());
+  const int epochs = problem.config.epochs;
+  struct Plan {  // what one device holds, all made with that device current
+    int device = 0;
+    std::unique_ptr<Stream> stream;
+    std::unique_ptr<Replica> replica;
+    Event start{EventTiming::kEnabled}, stop{EventTiming::kEnabled};
+    std::vector<double> runs_ms;
+  };
+  // Every device's shard is asked for before any is allocated: a size that does not fit is one line.
+  for (int d = 0; d < count; ++d) {
+    CUDA_CHECK(cudaSetDevice(devices[d]));
+    require_gpu_memory("--points " + std::to_string(problem.config.points) + " (GPU " + std::to_string(devices[d]) +
+                           "'s shard of " + std::to_string(count) + ")",
+                       Replica::bytes_needed(problem, shard_of(problem.train_points, count, d),
+                                             shard_of(problem.test_points, count, d, problem.train_points)));
+  }
+  std::vector<Plan> plans(devices.size());
+  for (int d = 0; d < count; ++d) {
+    Plan& p = plans[d];
+    p.device = devices[d];
+    CUDA_CHECK(cudaSetDevice(p.device));
+    p.stream = std::make_unique<Stream>();
+    p.replica = std::make_unique<Replica>(problem, shard_of(problem.train_points, count, d),
+                                          shard_of(problem.test_points, count, d, problem.train_points),
+                                          p.stream->get());
+  }
+  // One communicator per device, all made by this thread in one call; this thread issues every
+  // device's part of each collective inside one group. An exception aborts them (CommunicatorGroup).
+  CommunicatorGroup comms = CommunicatorGroup::init_all(devices);
+  auto on = [](const Plan& p) { CUDA_CHECK(cudaSetDevice(p.device)); };
+  auto all_reduce = [&](auto buffer_of) {
+    NCCL_CHECK(ncclGroupStart());  // one collective across the devices of this thread
+    for (int d = 0; d < count; ++d) {
+      float* buffer = buffer_of(*plans[d].replica);
+      NCCL_CHECK(ncclAllReduce(buffer, buffer, 3, ncclFloat, ncclSum, comms.get(static_cast<std::size_t>(d)),
+                               plans[d].stream->get()));
+    }
+    NCCL_CHECK(ncclGroupEnd());
+  };
+
+  // One run: every epoch queued on every device (sums, then the all-reduce, then the step); the
+  // host waits only at the end.
+  auto run = [&] {
+    for (Plan& p : plans) {
+      on(p);
+      p.replica->enqueue_reset();
+      p.start.record(p.stream->get());
+    }
+    for (int e = 0; e < epochs; ++e) {
+      for (Plan& p : plans) {
+        on(p);
+        p.replica->enqueue_sums();
+      }
+      all_reduce([](Replica& r) { return r.sums(); });
+      for (Plan& p : plans) {
+        on(p);
+        p.replica->enqueue_step(e);
+      }
+    }
+    for (Plan& p : plans) {
+      on(p);
+      p.stop.record(p.stream->get());
+    }
+    for (Plan& p : plans) {
+      on(p);
+      p.stream->synchronize();
+      p.runs_ms.push_back(elapsed_ms(p.start, p.stop));
+    }
+  };
+  run();  // the warm-up; its result is the one checked, as every run gives the same bits
+  for (Plan& p : plans) p.runs_ms.clear();
+  for (int i = 0; i < repeats; ++i) run();
+
+  // The test loss: each device's test shard, all-reduced like the gradient sums.
+  for (Plan& p : plans) {
+    on(p);
+    p.replica->enqueue_test_sums();
+  }
+  all_reduce([](Replica& r) { return r.test_sums(); });
+  ParallelRun out;
+  out.mode = "dp";
+  for (int d = 0; d < count; ++d) {
+    on(plans[d]);
+    plans[d].stream->synchronize();
+    out.ranks.push_back(rank_result(d, plans[d].device, *plans[d].replica, problem, plans[d].runs_ms));
+    if (d == 0) out.losses = plans[d].replica->read(epochs).losses;
+  }
+  comms.finalize();  // every stream synchronized above: grouped finalize, then destroy
+  CUDA_CHECK(cudaSetDevice(devices.front()));
+  return out;
 }
 
-void Replica::enqueue_reset() {
-  set_params_kernel<<<1, 1, 0, stream_>>>(params_.data());
-  CUDA_CHECK_LAUNCH();
+// ---------------------------------------------------------------------------------------------
+// The DDP analog: this process is one rank and drives one GPU; the ranks meet only in NCCL.
+
+ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& s, int repeats) {
+  NvtxRange range("distributed data parallel");
+  const int epochs = problem.config.epochs;
+  const Watch& watch = s.watch;
+  CUDA_CHECK(cudaSetDevice(s.device));
+  Stream stream;
+  const Shard train = shard_of(problem.train_points, s.world_size, s.rank);
+  const Shard test = shard_of(problem.test_points, s.world_size, s.rank, problem.train_points);
+  require_gpu_memory("--points " + std::to_string(problem.config.points) + " (rank " + std::to_string(s.rank) +
+                         "'s shard of " + std::to_string(s.world_size) + ")",
+                     Replica::bytes_needed(problem, train, test));
+  Replica replica(problem, train, test, stream.get());
+  Communicator comm = Communicator::init_rank(s.id, s.world_size, s.rank, watch, s.nonblocking);
+  const cudaStream_t st = stream.get();
+  Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
+  std::vector<Event> progress(static_cast<std::size_t>(epochs));  // the host's pacing marks
+
+  // One run. The host never blocks in CUDA: it waits by polling (comm.wait_event), so that a peer
+  // that died is noticed and every wait ends within the watch's bound.
+  auto run = [&] {
+    replica.enqueue_reset();
+    start.record(st);
+    for (int e = 0; e < epochs; ++e) {
+      replica.enqueue_sums();
+      comm.all_reduce_sum(replica.sums(), 3, st, watch);
+      replica.enqueue_step(e);
+      progress[e].record(st);
+      if (e >= kEpochsInFlight) {  // at most kEpochsInFlight epochs ahead of the GPU
+        comm.wait_event(progress[e - kEpochsInFlight].get(), "epoch " + std::to_string(e - kEpochsInFlight), watch);
+      }
+    }
+    stop.record(st);
+    comm.wait_event(stop.get(), "the last epochs", watch);
+    return static_cast<double>(elapsed_ms(start, stop));
+  };
+  run();  // the warm-up; its result is the one checked, as every run gives the same bits
+  std::vector<double> runs_ms;
+  for (int i = 0; i < repeats; ++i) runs_ms.push_back(run());
+
+  replica.enqueue_test_sums();
+  comm.call(ncclAllReduce(replica.test_sums(), replica.test_sums(), 3, ncclFloat, ncclSum, comm.get(), st),
+            "test all-reduce", watch);
+  Event done;
+  done.record(st);
+  comm.wait_event(done.get(), "the test all-reduce", watch);
+  const RankResult mine = rank_result(s.rank, s.device, replica, problem, runs_ms);
+
+  // Every rank's figures to every rank: one all-gather of a few doubles each (w and b as floats
+  // widened exactly, so their bits survive). Pinned host memory: a copy from pageable memory
+  // would block the host outside the watch.
+  constexpr int kFields = 8;
+  PinnedBuffer<double> host_fields(kFields), all(static_cast<std::size_t>(kFields) * s.world_size);
+  const double fields[kFields] = {static_cast<double>(mine.rank), static_cast<double>(mine.device), mine.w, mine.b,
+                                  mine.test_mse, mine.training_ms.median, mine.training_ms.min, mine.training_ms.max};
+  std::copy(fields, fields + kFields, host_fields.data());
+  DeviceBuffer<double> send(kFields), gathered(all.size());
+  CUDA_CHECK(cudaMemcpyAsync(send.data(), host_fields.data(), send.bytes(), cudaMemcpyHostToDevice, st));
+  comm.call(ncclAllGather(send.data(), gathered.data(), kFields, ncclFloat64, comm.get(), st), "result all-gather",
+            watch);
+  CUDA_CHECK(cudaMemcpyAsync(all.data(), gathered.data(), gathered.bytes(), cudaMemcpyDeviceToHost, st));
+  done.record(st);
+  comm.wait_event(done.get(), "the result all-gather", watch);
+  comm.finalize(watch);
+
+  ParallelRun out;
+  out.mode = "ddp";
+  out.losses = replica.read(epochs).losses;  // every rank's losses are the same bits
+  for (int k = 0; k < s.world_size; ++k) {
+    const double* f = all.data() + static_cast<std::size_t>(k) * kFields;
+    RankResult r;
+    r.rank = static_cast<int>(f[0]);
+    r.device = static_cast<int>(f[1]);
+    r.w = static_cast<float>(f[2]);
+    r.b = static_cast<float>(f[3]);
+    r.test_mse = f[4];
+    r.training_ms.median = f[5];
+    r.training_ms.min = f[6];
+    r.training_ms.max = f[7];
+    r.training_ms.count = static_cast<std::size_t>(repeats);
+    r.epoch_us = 1e3 * f[5] / epochs;
+    r.shard_points = shard_of(problem.train_points, s.world_size, k).count;
+    out.ranks.push_back(r);
+  }
+  return out;
 }
 
-void Replica::enqueue_sums() {
-  shard_sums_kernel<<<blocks_, kThreads, 0, stream_>>>(x_.data(), y_.data(), train_.count, params_.data(),
-                                                       partials_.data(), done_count_.data(), sums_.data());
-  CUDA_CHECK_LAUNCH();
-}
+// ---------------------------------------------------------------------------------------------
+// The checks: against the float64 reference, and against one GPU.
 
-void Replica::enqueue_step(int epoch) {
-  const std::int64_t n = problem_.train_points;
-  step_kernel<<<1, 1, 0, stream_>>>(sums_.data(), params_.data(), losses_.data(), epoch,
-                                    static_cast<float>(problem_.config.lr), static_cast<float>(1.0 / n),
-                                    static_cast<float>(2.0 / n));
-  CUDA_CHECK_LAUNCH();
-}
+namespace {
 
-void Replica::enqueue_test_sums() {
-  shard_sums_kernel<<<test_blocks_, kThreads, 0, stream_>>>(test_x_.data(), test_y_.data(), test_.count,
-                                                            params_.data(), partials_.data(), done_count_.data(),
-                                                            test_sums_.data());
-  CUDA_CHECK_LAUNCH();
-}
-
-Replica::Result Replica::read(int epochs) const {
-  Result r;
-  float params[2] = {0.0f, 0.0f};
-  float test[3] = {0.0f, 0.0f, 0.0f};
-  r.losses.resize(static_cast<std::size_t>(epochs));
-  CUDA_CHECK(cudaMemcpy(params, params_.data(), sizeof params, cudaMemcpyDeviceToHost));
-  CUDA_CHECK(cudaMemcpy(test, test_sums_.data(), sizeof test, cudaMemcpyDeviceToHost));
-  CUDA_CHECK(cudaMemcpy(r.losses.data(), losses_.data(), r.losses.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  r.w = params[0];
-  r.b = params[1];
-  r.test_sum = test[0];
+// rank 0's w, b and test MSE, and the losses every rank shares, as a TrainingResult.
+regression::TrainingResult as_result(const ParallelRun& run) {
+  regression::TrainingResult r;
+  r.w = run.ranks.front().w;
+  r.b = run.ranks.front().b;
+  r.test_mse = run.ranks.front().test_mse;
+  r.losses.assign(run.losses.begin(), run.losses.end());
+  r.diverged_at = regression::first_divergent(r.losses);
+  if (r.diverged_at) r.losses.resize(static_cast<std::size_t>(*r.diverged_at) + 1);
   return r;
 }
 
-void launch_fill_allreduce_input(float* data, std::size_t count, int rank, cudaStream_t stream) {
-  fill_kernel<<<elementwise_blocks(static_cast<std::int64_t>(count)), kThreads, 0, stream>>>(data, count, rank);
-  CUDA_CHECK_LAUNCH();
+}  // namespace
+
+regression::Check check_against_reference(const ParallelRun& run, const regression::TrainingResult& want) {
+  return regression::check_against(as_result(run), want);
 }
 
-void launch_latch(unsigned* release, unsigned ticket, double timeout_ms, cudaStream_t stream) {
-  latch_kernel<<<1, 1, 0, stream>>>(release, ticket, static_cast<unsigned long long>(timeout_ms * 1e6));
-  CUDA_CHECK_LAUNCH();
+regression::Check check_against_single_gpu(const ParallelRun& run, const regression::TrainingResult& single) {
+  const Tolerance parameters{0.0, 2 * regression::kParameterTolerance.rel};
+  const Tolerance losses{0.0, 2 * regression::kLossTolerance.rel};
+  return regression::check_against(as_result(run), single, parameters, losses, "the single-GPU run");
 }
 
-void launch_count_wrong(const float* data, std::size_t count, int ranks, unsigned long long* wrong,
-                        cudaStream_t stream) {
-  count_wrong_kernel<<<elementwise_blocks(static_cast<std::int64_t>(count)), kThreads, 0, stream>>>(data, count,
-                                                                                                      ranks, wrong);
-  CUDA_CHECK_LAUNCH();
+std::optional<regression::TrainingResult> single_gpu(const regression::Config& config, std::string* why_not) {
+  NvtxRange range("single GPU");
+  const Problem problem = make_problem(config);
+  const Shard train{0, problem.train_points}, test{problem.train_points, problem.test_points};
+  std::size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const ByteCount need = Replica::bytes_needed(problem, train, test);
+  if (need.saturated() || need.bytes() > free_bytes * 9 / 10) {
+    if (why_not != nullptr) {
+      *why_not = "one GPU would need " + std::to_string(need.bytes() >> 20) + " MiB, " +
+                 std::to_string(free_bytes >> 20) + " MiB free";
+    }
+    return std::nullopt;
+  }
+  Stream stream;
+  Replica replica(problem, train, test, stream.get());
+  for (int e = 0; e < config.epochs; ++e) {
+    replica.enqueue_sums();  // the sums of the whole set: nothing to all-reduce
+    replica.enqueue_step(e);
+  }
+  replica.enqueue_test_sums();
+  stream.synchronize();
+  const Replica::Result r = replica.read(config.epochs);
+  ParallelRun run;
+  run.ranks.push_back(RankResult{});
+  run.ranks.front().w = r.w;
+  run.ranks.front().b = r.b;
+  run.ranks.front().test_mse = r.test_sum * static_cast<float>(1.0 / problem.test_points);
+  run.losses = r.losses;
+  return as_result(run);
 }
 
 }  // namespace workbook::multi_gpu
+
+// ---------------------------------------------------------------------------------------------
+// The program: train, check against the float64 reference and against one GPU, one table.
+// (multi_gpu_bench and the tests link everything above, and bring their own main.)
+#ifndef WORKBOOK_LESSON_LIBRARY
+namespace {
+
+using namespace workbook;
+using namespace workbook::multi_gpu;
+
+struct Options {
+  CommonOptions common;
+  regression::Config config;
+  int gpus = 0;  // dp: GPUs from --device on (0: all)
+  int repeats = 5;
+  std::int64_t reference_max = 20'000'000;
+  double timeout_s = 30.0;
+  bool nonblocking = false;
+};
+
+// The GPUs of a dp run: --gpus of them from --device on. Exit 77 when there are fewer.
+std::vector<int> pick_devices(const Options& o) {
+  const GpuAvailability gpus = probe_gpus();
+  if (!gpus.available()) throw NoGpuError(gpus.reason);
+  use_device(o.common.device);
+  const int available = gpus.device_count - o.common.device;
+  const int wanted = o.gpus > 0 ? o.gpus : available;
+  if (wanted > available) {
+    throw NoGpuError("--gpus " + std::to_string(wanted) + " from --device " + std::to_string(o.common.device) +
+                     " needs " + std::to_string(o.common.device + wanted) + " GPUs; this machine has " +
+                     std::to_string(gpus.device_count));
+  }
+  std::vector<int> devices;
+  for (int d = 0; d < wanted; ++d) devices.push_back(o.common.device + d);
+  return devices;
+}
+
+// The float64 reference on a host thread while the GPUs train, when the problem is small enough.
+std::future<regression::TrainingResult> start_reference(const regression::Config& c, std::int64_t reference_max) {
+  if (c.points > reference_max) return {};
+  return std::async(std::launch::async, [c] { return regression::train_reference(regression::make_dataset_cpu(c), c); });
+}
+
+std::string errors(const regression::Check& c) {
+  return format("relative error w %.2e  b %.2e  losses %.2e  test %.2e  %s", c.w, c.b, c.losses, c.test_mse,
+                c.ok ? "ok" : ("FAILED: " + c.failure).c_str());
+}
+
+// Checks a finished run (bit-identity, the reference, one GPU) and prints it as one table.
+void report_run(const ParallelRun& run, const regression::Config& c, std::future<regression::TrainingResult> reference,
+                Report& report) {
+  std::ostream& out = report.out();
+  Table table({{"rank", "rank"}, {"device", "GPU"}, {"shard_points", "shard points"}, {"w", "w", 9}, {"b", "b", 9},
+               {"test_mse", "test MSE", 7}, {"epoch_us", "epoch us", 2}, {"training_ms", ""}});
+  for (const RankResult& r : run.ranks) {
+    table.add_row().set("rank", r.rank).set("device", r.device).set("shard_points", r.shard_points).set("w", r.w)
+        .set("b", r.b).set("test_mse", r.test_mse).set("epoch_us", r.epoch_us)
+        .set("training_ms", {{"median", r.training_ms.median}, {"min", r.training_ms.min}, {"max", r.training_ms.max}});
+  }
+  table.print(out);
+  report.json()["ranks"] = table.json();
+  out << "every rank's w, b and test MSE bit-identical: " << (run.bit_identical() ? "yes" : "NO") << "\n";
+  report.check(run.bit_identical(), run.mode + ": ranks ended with different w, b or test MSE");
+  if (reference.valid()) {
+    const regression::TrainingResult want = reference.get();
+    const regression::Check v = check_against_reference(run, want);
+    out << "against the float64 reference (04's tolerances): " << errors(v) << "\n";
+    report.check(v.ok, run.mode + ": " + v.failure);
+    if (want.diverged_at) report.check(false, run.mode + ": diverged at epoch " + std::to_string(*want.diverged_at));
+  } else {
+    out << "float64 reference: skipped above --reference-max points (checked against one GPU instead)\n";
+  }
+  std::string why_not;
+  CUDA_CHECK(cudaSetDevice(run.ranks.front().device));
+  if (const auto single = single_gpu(c, &why_not)) {
+    const regression::Check v = check_against_single_gpu(run, *single);
+    const bool same_bits = single->w == run.ranks.front().w && single->b == run.ranks.front().b;
+    out << "against one GPU (no all-reduce; twice 04's tolerances): " << errors(v)
+        << (same_bits ? " (same bits of w and b)" : "") << "\n";
+    report.check(v.ok, run.mode + ": " + v.failure);
+  } else {
+    out << "one GPU: skipped: " << why_not << "\n";
+  }
+  out << "time per epoch (slowest rank, median of " << run.slowest().training_ms.count
+      << " timed runs, CUDA events): " << format("%.2f", run.slowest().epoch_us) << " us\n";
+}
+
+int run_dp(const Options& o) {
+  const std::vector<int> devices = pick_devices(o);
+  const Problem problem = make_problem(o.config);
+  Report report("multi_gpu", o.common.json);
+  report.out() << "multi_gpu dp: one process drives " << devices.size() << " GPU" << (devices.size() == 1 ? "" : "s")
+               << "; " << o.config.points << " points (" << problem.train_points << " train), " << o.config.epochs
+               << " epochs, lr " << o.config.lr << "; " << forced_environment_text() << "\n";
+  auto reference = start_reference(o.config, o.reference_max);
+  report_run(train_data_parallel(problem, devices, o.repeats), o.config, std::move(reference), report);
+  return report.finish();
+}
+
+// One rank of a DDP run, started by multi_gpu_bench's launcher or by mpirun. Rank 0 reports.
+int run_ddp_rank(const Options& o, int rank, int world, int local_rank, const ncclUniqueId& id, const Watch& watch) {
+  const GpuAvailability gpus = probe_gpus();
+  if (!gpus.available()) throw NoGpuError(gpus.reason);
+  DdpSetup s{rank, world, device_for_local_rank(local_rank, o.common.device, gpus.device_count), id, watch,
+             o.nonblocking};
+  const Problem problem = make_problem(o.config);
+  auto reference = rank == 0 ? start_reference(o.config, o.reference_max) : std::future<regression::TrainingResult>{};
+  const ParallelRun run = train_ddp_rank(problem, s, o.repeats);
+  if (rank != 0) return run.bit_identical() ? kExitOk : kExitFailure;
+  Report report("multi_gpu", o.common.json);
+  report.out() << "multi_gpu ddp: rank 0 of " << world << " on GPU " << s.device << "; " << o.config.points
+               << " points (" << problem.train_points << " train), " << o.config.epochs << " epochs, lr "
+               << o.config.lr << "; " << (s.nonblocking ? "non-blocking" : "blocking") << " communicators; "
+               << forced_environment_text() << "\n";
+  report_run(run, o.config, std::move(reference), report);
+  return report.finish();
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"Chapter 06: data-parallel training, one process for every GPU (dp) or one per GPU (ddp)"};
+  Options o;
+  add_common_options(app, o.common);
+  app.fallthrough();  // the flags may come before or after the subcommand
+  regression::add_problem_options(app, o.config);
+  app.add_option("--gpus", o.gpus, "dp: GPUs to use from --device on (default: all)")->type_name("G");
+  app.add_option("--repeats", o.repeats, "timed runs after the warm-up run")->type_name("R");
+  add_size_option(app, "--reference-max", o.reference_max, "largest point count checked against the float64 CPU reference");
+  app.add_option("--timeout-s", o.timeout_s, "ddp: the longest wait for the other ranks without progress")->type_name("S");
+  app.add_flag("--nccl-nonblocking", o.nonblocking, "ddp: communicators with ncclConfig_t::blocking = 0");
+  app.add_subcommand("dp", "DataParallel analog: one process, every GPU (the default)");
+  CLI::App* ddp = app.add_subcommand("ddp", "DistributedDataParallel analog: one rank, started by mpirun or multi_gpu_bench");
+  app.require_subcommand(0, 1);
+  if (auto code = parse_command_line(app, argc, argv)) return *code;
+  if (o.common.quick && app.count("--points") == 0) o.config.points = 200'003;  // odd: shards of unequal size
+  if (o.common.quick && app.count("--epochs") == 0) o.config.epochs = 20;
+  if (o.common.quick && app.count("--repeats") == 0) o.repeats = 1;
+  if (o.common.quick && app.count("--timeout-s") == 0) o.timeout_s = 60.0;  // sanitizers slow everything down
+  o.config.lr = effective_lr(app.count("--lr") ? std::optional<double>(o.config.lr) : std::nullopt, o.config.points);
+  regression::validate(o.config);
+  require_at_least("--gpus", o.gpus, 0);
+  require_at_least("--repeats", o.repeats, 1);
+  require_positive("--timeout-s", o.timeout_s);
+  if (!ddp->parsed()) return run_dp(o);
+
+  if (const auto me = worker_identity_from_environment(&process_environment)) {  // the bench's launcher
+    ControlChannel control(me->control_fd, me->heartbeat_fd);
+    const Watch watch{o.timeout_s, &control, "rank " + std::to_string(me->rank), me->fail_epoch};
+    return run_ddp_rank(o, me->rank, me->world_size, me->local_rank, decode_unique_id(me->nccl_id_hex), watch);
+  }
+  if (!launched_by_mpi(&process_environment)) {
+    throw UsageError("ddp runs one process per GPU: start the ranks with `multi_gpu_bench ddp --nproc N`"
+                     " or `mpirun -np N multi_gpu ddp`");
+  }
+  if (!mpi_built_in()) throw UsageError("started by mpirun, but this build has no MPI (install libopenmpi-dev, reconfigure)");
+  MpiSession mpi(&argc, &argv);
+  try {
+    ncclUniqueId id;
+    if (mpi.rank() == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+    mpi.broadcast_from_root(&id, sizeof id);
+    return run_ddp_rank(o, mpi.rank(), mpi.size(), mpi.local_rank(), id,
+                        Watch{o.timeout_s, nullptr, "rank " + std::to_string(mpi.rank())});
+  } catch (const std::exception& e) {
+    std::cerr << "error: rank " << mpi.rank() << ": " << e.what() << "\n" << std::flush;  // mpirun stops the others
+    mpi.abort(kExitFailure);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return workbook::guarded_main("multi_gpu", [&] {
+    // First, while this process has one thread and before any NCCL call: NVLink multicast off,
+    // whatever the environment said (rank_environment.h).
+    workbook::multi_gpu::apply_forced_environment();
+    return run(argc, argv);
+  });
+}
+#endif  // WORKBOOK_LESSON_LIBRARY

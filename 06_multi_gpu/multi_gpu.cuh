@@ -1,50 +1,57 @@
-// multi_gpu.cuh: what one GPU does in data-parallel training, and the kernels of the benchmarks.
+// multi_gpu.cuh: what chapter 06's lesson (multi_gpu.cu) offers its bench and its tests: one
+// GPU's replica, and the training loop run data-parallel two ways.
 //
-//   workbook::Stream stream;                                     // on the replica's device
-//   workbook::multi_gpu::Replica replica(problem, train_shard, test_shard, stream.get());
-//   replica.enqueue_sums();                  // chapter 05's fused pass over this shard: 3 sums
-//   ncclAllReduce(replica.sums(), replica.sums(), 3, ncclFloat, ncclSum, comm, stream.get());
-//   replica.enqueue_step(epoch);             // every replica applies the same step
+//   Problem p = make_problem(config);                                   // points = the global set
+//   ParallelRun dp = train_data_parallel(p, {0, 1, 2, 3}, /*repeats=*/3); // one process, 4 GPUs
+//   ParallelRun ddp = train_ddp_rank(p, setup, 3);                       // one process per GPU
+//   regression::Check c = check_against_reference(dp, train_reference(data, config));
 //
 // Host-only declarations with plain types (g++ compiles this header); the kernels live in the .cu.
 #pragma once
 
 #include "device_buffer.h"
 #include "gpu_memory.h"
-#include "plan.h"
+#include "nccl_comm.h"
 #include "regression_problem.h"
+#include "sharding.h"
+#include "stats.h"
 
 #include <cuda_runtime_api.h>
+#include <nccl.h>
 
-#include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace workbook::multi_gpu {
 
-// The training problem every rank agrees on: chapter 04's Config (points are the global dataset),
-// and the learning rate actually used (see effective_lr in training.h).
+// The training problem every rank agrees on: the regression's Config (points are the global
+// data set) with the learning rate actually used.
 struct Problem {
   regression::Config config;
-  std::int64_t train_points = 0;  // of the whole dataset (first 80%)
+  std::int64_t train_points = 0;  // of the whole data set (first 80%)
   std::int64_t test_points = 0;
 };
 Problem make_problem(const regression::Config& config);
 
+// --lr if given; otherwise regression::scaled_lr (chapter 05's sweep rule): 0.01 up to 5M points,
+// scaled by (5M/N)^2 above, because X = i * 2e-6 grows with N and lr 0.01 diverges above ~10.7M.
+double effective_lr(std::optional<double> lr, std::int64_t points);
+
 // One GPU's part of data-parallel training: its shard of X and y (made on this GPU from the
-// global indices, bit-identical to chapter 04's data for those points), w and b, and the three
-// sums of an epoch. Every method only queues work on `stream`; the caller synchronizes.
+// global indices, the same bits as the whole set's), w and b, and the three sums of an epoch.
+// Every method only queues work on `stream`; the caller synchronizes.
 class Replica {
  public:
   // Allocates on the current device and makes the shard's data. With noise, the whole noise
-  // vector is drawn (cuRAND, as chapter 04) and the shard's slice used, so the data match 04's.
+  // vector is drawn (cuRAND, as chapter 04) and the shard's slice used.
   Replica(const Problem& problem, Shard train, Shard test, cudaStream_t stream);
-
   // What that constructor allocates on the current device (ask require_gpu_memory before it).
   static ByteCount bytes_needed(const Problem& problem, Shard train, Shard test);
 
-  void enqueue_reset();         // w = 0.83, b = 0.7645, for a new run
-  void enqueue_sums();          // sums() = {sum r^2, sum r x, sum r} over the training shard
+  void enqueue_reset();          // w = 0.83, b = 0.7645, for a new run
+  void enqueue_sums();           // sums() = {sum r^2, sum r x, sum r} over the training shard
   float* sums() { return sums_.data(); }  // 3 floats on this device: the all-reduce buffer
   void enqueue_step(int epoch);  // losses[epoch] = sums[0] / n; w, b -= lr * 2/n * sums[1], sums[2]
   void enqueue_test_sums();      // test_sums() = {sum r^2 over the test shard, 0, 0}
@@ -57,9 +64,7 @@ class Replica {
     std::vector<float> losses;
   };
   Result read(int epochs) const;
-
   Shard train_shard() const { return train_; }
-  int sum_blocks() const { return blocks_; }
 
  private:
   Problem problem_;
@@ -70,18 +75,49 @@ class Replica {
   DeviceBuffer<unsigned> done_count_;
 };
 
-// The all-reduce benchmark's data. Element i of rank r is (i % 7) + 1 + r: small integers, so
-// the sum over n ranks, n (i % 7 + 1) + n (n - 1) / 2, is exact in float whatever the order.
-void launch_fill_allreduce_input(float* data, std::size_t count, int rank, cudaStream_t stream);
-// Adds to *wrong (device) the number of elements that differ from that sum.
-void launch_count_wrong(const float* data, std::size_t count, int ranks, unsigned long long* wrong,
-                        cudaStream_t stream);
+struct RankResult {
+  int rank = 0;
+  int device = 0;
+  float w = 0.0f, b = 0.0f;
+  double test_mse = 0.0;
+  Stats training_ms;       // the whole epoch loop, one value per timed run
+  double epoch_us = 0.0;   // training_ms.median / epochs
+  std::int64_t shard_points = 0;
+};
 
-// Holds `stream` until the host raises release[0] to at least `ticket`, or for timeout_ms at most,
-// in which case it writes `ticket` to release[1]. `release` is two unsigneds of pinned host memory
-// (cudaMallocHost: with unified addressing the GPU reads and writes it by the same pointer). Work
-// queued behind the latch then starts back to back, however slowly the host issued it: what a
-// latency measurement needs when one call costs the host as long as one copy.
-void launch_latch(unsigned* release, unsigned ticket, double timeout_ms, cudaStream_t stream);
+struct ParallelRun {
+  std::string mode;              // "dp" or "ddp"
+  std::vector<RankResult> ranks;
+  std::vector<float> losses;     // rank 0's per-epoch training losses
+  bool bit_identical() const;    // every rank's w, b and test MSE the same bits as rank 0's
+  const RankResult& slowest() const;  // the rank with the longest median epoch loop
+};
+
+// The DataParallel analog: one process, one host thread, one Replica per device, communicators
+// from ncclCommInitAll. One untimed run (checked), then `repeats` timed runs.
+ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& devices, int repeats);
+
+struct DdpSetup {
+  int rank = 0;
+  int world_size = 1;
+  int device = 0;
+  ncclUniqueId id{};
+  Watch watch;
+  bool nonblocking = false;  // ncclConfig_t::blocking = 0 (see Communicator::init_rank)
+};
+
+// The DistributedDataParallel analog, run by every rank: the rank's shard, a communicator from
+// the unique id, each epoch's all-reduce, bounded waits (nccl_comm.h). At the end every rank's
+// result is all-gathered, so every rank returns the whole ParallelRun.
+ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& setup, int repeats);
+
+// A run against the float64 reference with 04's tolerances (w, b, every loss, test MSE), or
+// against the same training on one GPU (single_gpu), with twice those (float32 on both sides).
+regression::Check check_against_reference(const ParallelRun& run, const regression::TrainingResult& reference);
+regression::Check check_against_single_gpu(const ParallelRun& run, const regression::TrainingResult& single);
+
+// The whole training set on the current device: one Replica, no all-reduce (the kernels of
+// chapter 05's variant 4); nullopt (and the reason) when it does not fit in this GPU's free memory.
+std::optional<regression::TrainingResult> single_gpu(const regression::Config& config, std::string* why_not);
 
 }  // namespace workbook::multi_gpu

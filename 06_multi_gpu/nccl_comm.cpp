@@ -53,7 +53,7 @@ ncclUniqueId decode_unique_id(const std::string& hex) {
 
 Communicator Communicator::init_rank(const ncclUniqueId& id, int ranks, int rank, const Watch& watch,
                                      bool nonblocking) {
-  require_forced_environment();  // multicast off before NCCL builds anything (launcher.h)
+  require_forced_environment();  // multicast off before NCCL builds anything (rank_environment.h)
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = nonblocking ? 0 : 1;  // see the header: blocking or not
   Communicator c;
@@ -68,12 +68,14 @@ Communicator Communicator::init_rank(const ncclUniqueId& id, int ranks, int rank
   return c;
 }
 
-Communicator::Communicator(Communicator&& other) noexcept : comm_(std::exchange(other.comm_, nullptr)) {}
+Communicator::Communicator(Communicator&& other) noexcept
+    : comm_(std::exchange(other.comm_, nullptr)), all_reduces_(other.all_reduces_) {}
 
 Communicator& Communicator::operator=(Communicator&& other) noexcept {
   if (this != &other) {
     abort();
     comm_ = std::exchange(other.comm_, nullptr);
+    all_reduces_ = other.all_reduces_;
   }
   return *this;
 }
@@ -120,6 +122,14 @@ void Communicator::check_stop(const std::string& what, const Watch& watch, Clock
   }
 }
 
+void Communicator::all_reduce_sum(float* buffer, std::size_t count, cudaStream_t stream, const Watch& watch) {
+  if (all_reduces_++ == watch.fail_epoch) {
+    throw InjectedFault(watch.who + ": injected fault at epoch " + std::to_string(watch.fail_epoch) +
+                        " (multi_gpu_bench --fail-epoch): leaving without joining the all-reduce");
+  }
+  call(ncclAllReduce(buffer, buffer, count, ncclFloat, ncclSum, comm_, stream), "all-reduce", watch);
+}
+
 void Communicator::call(ncclResult_t result, const std::string& what, const Watch& watch) {
   if (result == ncclSuccess) return;
   if (result == ncclInProgress) return wait_ready(what, watch);
@@ -148,7 +158,7 @@ void Communicator::finalize(const Watch& watch) {
 }
 
 CommunicatorGroup CommunicatorGroup::init_all(const std::vector<int>& devices) {
-  require_forced_environment();  // multicast off before NCCL builds anything (launcher.h)
+  require_forced_environment();  // multicast off before NCCL builds anything (rank_environment.h)
   CommunicatorGroup g;
   std::vector<ncclComm_t> comms(devices.size(), nullptr);
   NCCL_CHECK(ncclCommInitAll(comms.data(), static_cast<int>(devices.size()), devices.data()));

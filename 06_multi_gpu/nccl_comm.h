@@ -10,29 +10,13 @@
 //   ... ncclGroupStart(); ncclAllReduce(..., all.get(d), ...) per device; ncclGroupEnd(); ...
 //   all.finalize();                                    // grouped finalize, then destroy each
 //
-// When a peer rank dies, its partners' all-reduce kernels spin forever on the GPU, and only
-// ncclCommAbort from the host stops them. So during training the host waits for the GPU by polling
-// an event, NCCL's asynchronous error (ncclCommGetAsyncError), the launcher's pipe and a clock,
-// never inside a CUDA call. Every such wait gives up after `timeout_s` without progress, or at once
-// when the launcher reports a failed rank, by aborting the communicator and throwing
-// CommunicatorAborted naming why. The destructor aborts a communicator that was not finalized.
-// Each turn of those waits also beats the launcher's heartbeat (launcher.h), so a rank that waits
-// is told apart from the peer it waits for.
-//
-// Blocking or not. A communicator made with ncclConfig_t::blocking = 0 returns from every call at
-// once, even from its init, which can then be waited on under the same bound. But NCCL 2.28 runs
-// each collective of such a communicator from a helper thread it starts for the call, and the
-// host must wait for that thread before it queues the next kernel: tens of microseconds a call
-// (measured in the README). The default here is PyTorch's: a blocking communicator, whose
-// collectives queue at once. Its calls that talk to the peers do wait inside NCCL, where no pipe
-// or clock is polled: the init, until every rank has joined, and the first collective of a kind,
-// which connects the ranks (NCCL connects at first use). A peer that is gone by then fails those
-// calls or makes its launcher stop everyone; one alive but stuck holds them until the launcher's
-// whole-run bound (--launch-timeout-s), or mpirun's --timeout. --nccl-nonblocking picks the other
-// mode, where those waits are polled too. NCCL_COMM_BLOCKING, if set, overrides either choice.
+// When a peer rank dies, its partners' all-reduce kernels spin forever on the GPU and only
+// ncclCommAbort from the host stops them; so every wait here polls an event, NCCL's asynchronous
+// error, the launcher's pipe and a clock, and gives up by aborting (the README's "Waits that
+// never hang" says why, and what a blocking communicator still waits for inside NCCL).
 #pragma once
 
-#include "launcher.h"
+#include "rank_environment.h"
 #include "nccl_check.h"
 
 #include <cuda_runtime_api.h>
@@ -50,9 +34,16 @@ struct Watch {
   double timeout_s = 30.0;           // the longest wait without progress
   ControlChannel* control = nullptr;  // the launcher's pipe, if any
   std::string who = "rank 0";         // names this process in messages
+  int fail_epoch = -1;                // the bench's fault injection (kFailEpochVariable); -1: none
 };
 
 class CommunicatorAborted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What a rank throws at the epoch multi_gpu_bench --fail-rank/--fail-epoch chose for it.
+class InjectedFault : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
@@ -80,6 +71,10 @@ class Communicator {
   ncclComm_t get() const { return comm_; }
   ncclComm_t release() noexcept { return std::exchange(comm_, nullptr); }  // the caller destroys it
 
+  // The training loop's all-reduce: the sum of `count` floats of every rank into `buffer`, in
+  // place, queued on `stream`. Its n-th call is epoch n of the first run: where watch.fail_epoch
+  // makes this rank leave instead (InjectedFault), as a crashed rank would.
+  void all_reduce_sum(float* buffer, std::size_t count, cudaStream_t stream, const Watch& watch);
   // Checks the result of an NCCL call on this communicator: ncclSuccess goes on, ncclInProgress
   // waits under `watch` until the call is done, anything else aborts and throws.
   void call(ncclResult_t result, const std::string& what, const Watch& watch);
@@ -100,6 +95,7 @@ class Communicator {
   void check_stop(const std::string& what, const Watch& watch, std::chrono::steady_clock::time_point deadline);
 
   ncclComm_t comm_ = nullptr;
+  int all_reduces_ = 0;  // all_reduce_sum calls so far
 };
 
 // The communicators of ncclCommInitAll: one per device, all driven by this thread, blocking.

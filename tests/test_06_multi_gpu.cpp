@@ -12,9 +12,12 @@
 #include "launcher.h"
 #include "mpi_bootstrap.h"
 #include "nccl_comm.h"
-#include "plan.h"
+#include "bench_plan.h"
 #include "regression_problem.h"
-#include "training.h"
+#include "multi_gpu.cuh"
+#include "rank_environment.h"
+#include "sharding.h"
+#include "stop_signals.h"
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
@@ -73,10 +76,11 @@ double seconds_of(const std::function<void()>& f) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-nlohmann::json run_json(std::vector<std::string> args, ProgramResult* result = nullptr,
+// Runs `program` (the lesson or the bench) with `args` and --json; its JSON, after exit 0.
+nlohmann::json run_json(const char* program, std::vector<std::string> args, ProgramResult* result = nullptr,
                         const std::map<std::string, std::string>& env = {}) {
   const std::string path = temp_path("multi_gpu.json");
-  args.insert(args.begin(), WORKBOOK_PROGRAM);
+  args.insert(args.begin(), program);
   args.insert(args.end(), {"--json", path});
   const ProgramResult r = run_program(args, env);
   skip_if_no_gpu(r);
@@ -86,15 +90,15 @@ nlohmann::json run_json(std::vector<std::string> args, ProgramResult* result = n
   return read_json(path);
 }
 
+// The lesson's report of a run (dp, or rank 0 of ddp): passed (bit-identical ranks, the float64
+// reference, one GPU), one row per rank, every rank with rank 0's w and b.
 void require_training_passed(const nlohmann::json& j, int ranks) {
   CAPTURE(j.dump(2));
-  REQUIRE(j["ranks"] == ranks);
-  CHECK(j["bit_identical"] == true);
-  CHECK(j["reference"]["passed"] == true);
-  CHECK(j["single_gpu"]["passed"] == true);
-  for (const auto& r : j["per_rank"]) {
-    CHECK(r["w"] == j["per_rank"][0]["w"]);
-    CHECK(r["b"] == j["per_rank"][0]["b"]);
+  CHECK(j["passed"] == true);
+  REQUIRE(j["ranks"].size() == static_cast<std::size_t>(ranks));
+  for (const auto& r : j["ranks"]) {
+    CHECK(r["w"] == j["ranks"][0]["w"]);
+    CHECK(r["b"] == j["ranks"][0]["b"]);
   }
 }
 
@@ -419,98 +423,114 @@ TEST_CASE("ddp flags: --fail-rank names a rank, --nproc fits --gpus, both only w
   CHECK_NOTHROW(require_rank_exists(0, 1));
 }
 
-TEST_CASE("program: usage errors are exit 2 with a one-line reason") {
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"--fail-rank", "1"}, {"--gpus", "-1"}, {"ddp", "--fail-rank", "0", "--fail-epoch", "500"},
-           {"--timeout-s", "0"}, {"--max-bytes", "6"}, {"--strong", "1"}, {"--factor", "1"}, {"nonsense"}}) {
-    std::vector<std::string> argv{WORKBOOK_PROGRAM};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const ProgramResult r = run_program(argv);
-    CAPTURE(args, r.err);
-    CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, ContainsSubstring("error:"));
-  }
+TEST_CASE("programs: usage errors are exit 2 with a one-line reason") {
   // Each with the line it must print, all before any CUDA call (so the same without a GPU).
-  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bench_cases = {
+      {{"--fail-rank", "1"}, "--fail-rank and --fail-epoch go together"},
+      {{"ddp", "--fail-rank", "0", "--fail-epoch", "500"}, "--fail-epoch must be below --epochs"},
+      {{"--timeout-s", "0"}, "--timeout-s"},
+      {{"--max-bytes", "6"}, "--max-bytes"},
+      {{"--strong", "1"}, "--strong"},
+      {{"--factor", "1"}, "--factor"},
+      {{"nonsense"}, "nonsense"},
       {{"ddp", "--nproc", "2", "--fail-rank", "5", "--fail-epoch", "3"}, "rank 5 does not exist among 2"},
       {{"--gpus", "2", "ddp", "--fail-rank", "2", "--fail-epoch", "3"}, "rank 2 does not exist among 2"},
       {{"ddp", "--nproc", "4", "--gpus", "2"}, "--nproc 4 needs one GPU per rank, but --gpus is 2"},
-      {{"dp", "--fail-rank", "0", "--fail-epoch", "3"}, "are for ddp"},
       {{"allreduce", "--nproc", "2"}, "are for ddp"},
       {{"scaling", "--strong", "5M,,100M"}, "--strong: '5M,,100M' has an empty item"},
       {{"--weak", ",100M"}, "--weak: ',100M' has an empty item"},
       {{"--gpu-counts", "1,2,"}, "--gpu-counts: '1,2,' has an empty item"},
       {{"--gpu-counts", "1,2K"}, "--gpu-counts: '2K' is not a whole number"},
-      {{"dp", "--points", "5X"}, "--points: '5X' is not a size"},
+      {{"ddp", "--points", "5X"}, "--points: '5X' is not a size"},
       {{"--max-bytes", "1X"}, "--max-bytes: '1X' is not a size"},
       {{"--max-bytes", "9G"}, "--max-bytes must be at most 8589934592, got 9000000000"},
       {{"--min-bytes", "2K", "--max-bytes", "1K"}, "--max-bytes must be at least 2000, got 1000"},
       {{"--reference-max", "1Q"}, "--reference-max: '1Q' is not a size"},
       {{"--copy-mib", "-1"}, "--copy-mib: '-1' is not a size"},
       {{"--device", "gpu"}, "--device must be N, cuda or cuda:N"},
-      {{"--device", "cuda:"}, "--device must be N, cuda or cuda:N"},
   };
-  for (const auto& [args, message] : cases) {
-    std::vector<std::string> argv{WORKBOOK_PROGRAM};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const ProgramResult r = run_program(argv, {{"CUDA_VISIBLE_DEVICES", ""}});
-    CAPTURE(args, r.err);
-    CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, StartsWith("error: ") && ContainsSubstring(message));
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-    CHECK(r.out.empty());
+  const std::vector<std::pair<std::vector<std::string>, std::string>> lesson_cases = {
+      {{"--gpus", "-1"}, "--gpus must be at least 0"},
+      {{"--timeout-s", "0"}, "--timeout-s"},
+      {{"dp", "--points", "5X"}, "--points: '5X' is not a size"},
+      {{"--device", "cuda:"}, "--device must be N, cuda or cuda:N"},
+      {{"--reference-max", "1Q"}, "--reference-max: '1Q' is not a size"},
+      {{"dp", "--nproc", "2"}, "--nproc"},
+      {{"topology"}, "topology"},
+      {{"ddp"}, "ddp runs one process per GPU: start the ranks with `multi_gpu_bench ddp --nproc N`"},
+  };
+  for (const auto& [program, cases] : {std::pair{WORKBOOK_PROGRAM, lesson_cases}, std::pair{WORKBOOK_BENCH_PROGRAM, bench_cases}}) {
+    for (const auto& [args, message] : cases) {
+      std::vector<std::string> argv{program};
+      argv.insert(argv.end(), args.begin(), args.end());
+      const ProgramResult r = run_program(argv, {{"CUDA_VISIBLE_DEVICES", ""}});
+      CAPTURE(program, args, r.err);
+      CHECK(r.exit_code == 2);
+      CHECK_THAT(r.err, StartsWith("error: ") && ContainsSubstring(message));
+      CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+      CHECK(r.out.empty());
+    }
   }
   const ProgramResult help = run_program({WORKBOOK_PROGRAM, "--help"});
   CHECK(help.exit_code == 0);
-  CHECK_THAT(help.out, ContainsSubstring("ddp"));
+  CHECK_THAT(help.out, ContainsSubstring("ddp") && ContainsSubstring("dp"));
+  const ProgramResult bench_help = run_program({WORKBOOK_BENCH_PROGRAM, "--help"});
+  CHECK(bench_help.exit_code == 0);
+  CHECK_THAT(bench_help.out, ContainsSubstring("--fail-rank") && ContainsSubstring("scaling"));
 }
 
-TEST_CASE("program: sizes with K, M and G and every device form are accepted; no GPU is exit 77") {
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"dp", "--points", "50K"}, {"allreduce", "--min-bytes", "4K", "--max-bytes", "1M"},
-           {"topology", "--copy-mib", "1K"}, {"scaling", "--strong", "200K,2M", "--weak", "1M"},
-           {"--device", "cuda:0"}, {"--device", "cuda"}, {"--device", "1", "dp"},
-           {"ddp", "--nproc", "2", "--fail-rank", "1", "--fail-epoch", "3"}, {"--reference-max", "1G"}}) {
-    std::vector<std::string> argv{WORKBOOK_PROGRAM, "--quick"};
+TEST_CASE("programs: sizes with K, M and G and every device form are accepted; no GPU is exit 77") {
+  for (const auto& [program, args] : std::vector<std::pair<const char*, std::vector<std::string>>>{
+           {WORKBOOK_PROGRAM, {"dp", "--points", "50K"}}, {WORKBOOK_PROGRAM, {"--device", "cuda:0"}},
+           {WORKBOOK_PROGRAM, {"--device", "cuda"}}, {WORKBOOK_PROGRAM, {"--device", "1", "dp"}},
+           {WORKBOOK_PROGRAM, {"--reference-max", "1G"}},
+           {WORKBOOK_BENCH_PROGRAM, {"allreduce", "--min-bytes", "4K", "--max-bytes", "1M"}},
+           {WORKBOOK_BENCH_PROGRAM, {"topology", "--copy-mib", "1K"}},
+           {WORKBOOK_BENCH_PROGRAM, {"scaling", "--strong", "200K,2M", "--weak", "1M"}},
+           {WORKBOOK_BENCH_PROGRAM, {"ddp", "--nproc", "2", "--fail-rank", "1", "--fail-epoch", "3"}}}) {
+    std::vector<std::string> argv{program, "--quick"};
     argv.insert(argv.end(), args.begin(), args.end());
     const ProgramResult r = run_program(argv, {{"CUDA_VISIBLE_DEVICES", ""}});
-    CAPTURE(args, r.err);
+    CAPTURE(program, args, r.err);
     CHECK(r.exit_code == 77);
-    CHECK_THAT(r.err, StartsWith("multi_gpu needs a CUDA GPU: "));
+    CHECK_THAT(r.err, ContainsSubstring(" needs a CUDA GPU: "));
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
 }
 
-TEST_CASE("program: more ranks than GPUs is exit 77 with the reason") {
-  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "ddp", "--quick", "--nproc", "64"});
+TEST_CASE("bench: more ranks than GPUs is exit 77 with the reason") {
+  const ProgramResult r = run_program({WORKBOOK_BENCH_PROGRAM, "ddp", "--quick", "--nproc", "64"});
   CAPTURE(r.err);
   CHECK(r.exit_code == 77);
 }
 
-TEST_CASE("one rank: the whole program passes", "[gpu]") {
+TEST_CASE("one GPU: the lesson and the whole bench pass", "[gpu]") {
   require_gpus(1);
   // The two variables that NCCL does not read, set "wrong" here: main() must override them (the
   // NCCL one is not set to 1 on purpose, even with one GPU, on a shared machine).
+  const std::map<std::string, std::string> wrong{{"TORCH_SYMM_MEM_DISABLE_MULTICAST", "0"}, {"NVSHMEM_DISABLE_NVLS", "0"}};
   ProgramResult r;
-  const nlohmann::json j = run_json({"--quick", "--gpus", "1"}, &r,
-                                    {{"TORCH_SYMM_MEM_DISABLE_MULTICAST", "0"}, {"NVSHMEM_DISABLE_NVLS", "0"}});
+  require_training_passed(run_json(WORKBOOK_PROGRAM, {"--quick", "--gpus", "1"}, &r, wrong), 1);
+  CHECK_THAT(r.out, ContainsSubstring("NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1"));
+  const nlohmann::json j = run_json(WORKBOOK_BENCH_PROGRAM, {"--quick", "--gpus", "1"}, &r, wrong);
   CHECK(j["passed"] == true);
   CHECK(j["environment"] == nlohmann::json{{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"},
                                            {"NVSHMEM_DISABLE_NVLS", "1"}});
   CHECK(j["allreduce"]["environment"] == j["environment"]);
   CHECK(j["ddp"]["environment"] == j["environment"]);
-  CHECK_THAT(r.out, ContainsSubstring("NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1"));
-  require_training_passed(j["dp"], 1);
-  require_training_passed(j["ddp"], 1);
+  require_training_passed(j["ddp"]["rank0"], 1);
+  CHECK(j["ddp"]["us_per_epoch"].get<double>() > 0.0);
+  CHECK(j["ddp"]["compute_us"].get<double>() > 0.0);
   CHECK(j["allreduce"]["wrong"] == 0);
 }
 
 TEST_CASE("more points or bytes than a GPU holds: one line naming the flag, exit 1, before allocating", "[gpu]") {
   require_gpus(1);
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"dp", "--gpus", "1", "--points", "60000000000"}, {"ddp", "--nproc", "1", "--points", "60G"},
-           {"topology", "--gpus", "1", "--copy-mib", "1000000"}}) {
-    std::vector<std::string> argv{WORKBOOK_PROGRAM};
+  for (const auto& [program, args] : std::vector<std::pair<const char*, std::vector<std::string>>>{
+           {WORKBOOK_PROGRAM, {"dp", "--gpus", "1", "--points", "60000000000"}},
+           {WORKBOOK_BENCH_PROGRAM, {"ddp", "--nproc", "1", "--points", "60G"}},
+           {WORKBOOK_BENCH_PROGRAM, {"topology", "--gpus", "1", "--copy-mib", "1000000"}}}) {
+    std::vector<std::string> argv{program};
     argv.insert(argv.end(), args.begin(), args.end());
     const ProgramResult r = run_program(argv);
     CAPTURE(args, r.err);
@@ -534,14 +554,14 @@ TEST_CASE("a device index that does not exist is exit 2 naming the devices that 
   }
 }
 
-TEST_CASE("ddp --json: stdout is one JSON object (the ranks' reports go to stderr)", "[gpu]") {
-  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "ddp", "--quick", "--gpus", "1", "--json"});
+TEST_CASE("bench ddp --json: stdout is one JSON object (the ranks' reports go to stderr)", "[gpu]") {
+  const ProgramResult r = run_program({WORKBOOK_BENCH_PROGRAM, "ddp", "--quick", "--gpus", "1", "--json"});
   skip_if_no_gpu(r);
   CAPTURE(r.out, r.err);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json j = nlohmann::json::parse(r.out);  // throws (fails) on anything else in stdout
   CHECK(j["passed"] == true);
-  require_training_passed(j["ddp"], 1);
+  require_training_passed(j["ddp"]["rank0"], 1);
   CHECK_THAT(r.err, ContainsSubstring("rank 0 of 1"));
 }
 
@@ -564,27 +584,28 @@ TEST_CASE("one rank of the DataParallel analog gives the single-GPU bits", "[gpu
 
 TEST_CASE("DataParallel analog on 2 GPUs equals single-GPU; ranks bit-identical", "[multigpu]") {
   require_gpus(2);
-  require_training_passed(run_json({"dp", "--quick", "--gpus", "2"})["dp"], 2);
+  require_training_passed(run_json(WORKBOOK_PROGRAM, {"dp", "--quick", "--gpus", "2"}), 2);
 }
 
 TEST_CASE("DDP analog with 2 ranks equals single-GPU; ranks bit-identical", "[multigpu]") {
   require_gpus(2);
-  const nlohmann::json j = run_json({"ddp", "--quick", "--nproc", "2"});
-  require_training_passed(j["ddp"], 2);
+  const nlohmann::json j = run_json(WORKBOOK_BENCH_PROGRAM, {"ddp", "--quick", "--nproc", "2"});
+  require_training_passed(j["ddp"]["rank0"], 2);
   CHECK(j["ddp"]["launcher"]["exits"].size() == 2);
   // The same with non-blocking communicators: slower per call, the same bits.
-  const nlohmann::json nb = run_json({"ddp", "--quick", "--nproc", "2", "--nccl-nonblocking"});
-  require_training_passed(nb["ddp"], 2);
-  CHECK(nb["ddp"]["per_rank"][0]["w"] == j["ddp"]["per_rank"][0]["w"]);
+  const nlohmann::json nb = run_json(WORKBOOK_BENCH_PROGRAM, {"ddp", "--quick", "--nproc", "2", "--nccl-nonblocking"});
+  require_training_passed(nb["ddp"]["rank0"], 2);
+  CHECK(nb["ddp"]["rank0"]["ranks"][0]["w"] == j["ddp"]["rank0"]["ranks"][0]["w"]);
 }
 
 TEST_CASE("DP and DDP on 4 GPUs equal single-GPU; ranks bit-identical", "[multigpu]") {
   require_gpus(4);
-  require_training_passed(run_json({"dp", "--quick", "--gpus", "4"})["dp"], 4);
-  require_training_passed(run_json({"ddp", "--quick", "--nproc", "4"})["ddp"], 4);
+  require_training_passed(run_json(WORKBOOK_PROGRAM, {"dp", "--quick", "--gpus", "4"}), 4);
+  require_training_passed(run_json(WORKBOOK_BENCH_PROGRAM, {"ddp", "--quick", "--nproc", "4"})["ddp"]["rank0"], 4);
   // 3 ranks: shards of unequal size (200017 points: 160013 train = 53338 + 53338 + 53337; 40004
   // test = 13335 + 13335 + 13334; checked in the sharding case).
-  require_training_passed(run_json({"ddp", "--quick", "--nproc", "3", "--points", "200017"})["ddp"], 3);
+  require_training_passed(
+      run_json(WORKBOOK_BENCH_PROGRAM, {"ddp", "--quick", "--nproc", "3", "--points", "200017"})["ddp"]["rank0"], 3);
 }
 
 TEST_CASE("mpirun -np 2: the DDP analog equals single-GPU; ranks bit-identical", "[multigpu]") {
@@ -603,12 +624,12 @@ TEST_CASE("mpirun -np 2: the DDP analog equals single-GPU; ranks bit-identical",
                                        "--json", path});
   CAPTURE(r.out, r.err);
   REQUIRE(r.exit_code == 0);
-  require_training_passed(read_json(path)["ddp"], 2);
+  require_training_passed(read_json(path), 2);
 }
 
 TEST_CASE("all-reduce: every element of every rank exact, 2 GPUs and more", "[multigpu]") {
   require_gpus(2);
-  const nlohmann::json j = run_json({"allreduce", "--quick"});
+  const nlohmann::json j = run_json(WORKBOOK_BENCH_PROGRAM, {"allreduce", "--quick"});
   CHECK(j["allreduce"]["wrong"] == 0);
   for (const auto& row : j["allreduce"]["rows"]) {
     CHECK(row["wrong"] == 0);
@@ -622,7 +643,7 @@ TEST_CASE("fault injection: rank 1 dies at epoch 5; rank 0 stops within the boun
   const std::string path = temp_path("fault.json");
   ProgramResult r;
   const double seconds = seconds_of([&] {
-    r = run_program({WORKBOOK_PROGRAM, "ddp", "--quick", "--nproc", "2", "--epochs", "50", "--fail-rank", "1",
+    r = run_program({WORKBOOK_BENCH_PROGRAM, "ddp", "--quick", "--nproc", "2", "--epochs", "50", "--fail-rank", "1",
                      "--fail-epoch", "5", "--timeout-s", std::to_string(bound), "--json", path});
   });
   CAPTURE(r.out, r.err, seconds);
@@ -873,7 +894,7 @@ std::map<int, std::string> children_of(int parent, const std::string& variable) 
   return found;
 }
 
-// `multi_gpu ddp --nproc 2` with a long run on a thread; the test finds the launcher (a child of
+// `multi_gpu_bench ddp --nproc 2` with a long run on a thread; the test finds the launcher (a child of
 // this process) and its two ranks (by WORKBOOK_DDP_RANK) to signal them. The destructor kills
 // what is left and joins, so a failed REQUIRE cannot leave the run behind.
 struct BackgroundDdp {
@@ -883,7 +904,7 @@ struct BackgroundDdp {
   std::map<int, int> rank_pids;  // rank -> pid
 
   explicit BackgroundDdp(std::vector<std::string> args) {
-    args.insert(args.begin(), {WORKBOOK_PROGRAM, "ddp", "--nproc", "2", "--quick", "--epochs", "10000", "--repeats",
+    args.insert(args.begin(), {WORKBOOK_BENCH_PROGRAM, "ddp", "--nproc", "2", "--quick", "--epochs", "10000", "--repeats",
                                "1000", "--reference-max", "0"});
     thread = std::thread([this, args] { result = run_program(args, {}, std::chrono::seconds(150)); });
   }
@@ -893,7 +914,7 @@ struct BackgroundDdp {
   }
   // Waits (60 s at most) until the launcher has started both ranks; false if the run ended first.
   bool wait_for_ranks() {
-    const std::string program = std::filesystem::canonical(WORKBOOK_PROGRAM).string();
+    const std::string program = std::filesystem::canonical(WORKBOOK_BENCH_PROGRAM).string();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < deadline) {
       for (const auto& [pid, unused] : children_of(getpid(), kRankVariable)) {

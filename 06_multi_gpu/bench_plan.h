@@ -1,10 +1,9 @@
-// plan.h: the arithmetic of data parallelism, in plain C++ (no CUDA, no NCCL): how the training
-// set is split into shards, which GPU a rank drives, what an all-reduce's bandwidth means, which
-// sizes and GPU counts the benchmarks visit, and how bytes travel as hex in an environment variable.
+// bench_plan.h: the arithmetic of multi_gpu_bench, in plain C++ (no CUDA, no NCCL): what an
+// all-reduce's bandwidth means, which sizes and GPU counts it visits, its list flags, and
+// scaling efficiency.
 //
-//   Shard s = workbook::multi_gpu::shard_of(4'000'000, /*ranks=*/3, /*rank=*/1);   // {1333334, 1333333}
 //   double bus = workbook::multi_gpu::bus_bandwidth(algbw, ranks);                 // algbw * 2(n-1)/n
-//   std::string hex = workbook::multi_gpu::to_hex(bytes, 128);                     // for the launcher
+//   auto sizes = workbook::multi_gpu::allreduce_sizes(8, 1 << 30, 2);              // 8 B .. 1 GiB
 //
 // The CPU tests check all of it on a machine without a GPU.
 #pragma once
@@ -17,17 +16,6 @@
 
 namespace workbook::multi_gpu {
 
-// A contiguous piece [start, start + count) of a range of points.
-struct Shard {
-  std::int64_t start = 0;
-  std::int64_t count = 0;
-};
-
-// Shard `rank` of `ranks` over [first, first + total): contiguous, in rank order, every point in
-// exactly one shard; the total % ranks left-over points go one each to the lowest ranks, so shard
-// sizes differ by at most one (what torch.tensor_split does, and DistributedSampler without padding).
-Shard shard_of(std::int64_t total, int ranks, int rank, std::int64_t first = 0);
-
 // All-reduce bandwidth as nccl-tests defines it. algbw = bytes / time. busbw = algbw * 2(n-1)/n:
 // a ring all-reduce moves 2(n-1)/n of the buffer over each GPU's busiest link (n-1 steps of
 // reduce-scatter, n-1 of all-gather, each 1/n of the buffer), so busbw compares with the link's
@@ -39,21 +27,6 @@ double bus_factor(int ranks);  // 2(n-1)/n
 // The all-reduce sizes in bytes: from `min_bytes` multiplying by `factor` while <= max_bytes,
 // and max_bytes itself last when the steps miss it. Sizes are multiples of 4 (float elements).
 std::vector<std::size_t> allreduce_sizes(std::size_t min_bytes, std::size_t max_bytes, int factor);
-
-// The GPU a rank drives: rank r of a node uses device first_device + local_rank. Throws
-// NoGpuError (exit 77) when the node has too few GPUs: one process per GPU, as NCCL requires.
-int device_for_local_rank(int local_rank, int first_device, int device_count);
-
-// The node-local rank an MPI launcher exports (OpenMPI, MPICH/Hydra, Slurm), if any. `getenv`
-// is a parameter so that the tests can pass their own environment.
-using EnvLookup = const char* (*)(const char*);
-std::optional<int> local_rank_from_environment(EnvLookup getenv_fn);
-const char* process_environment(const char* name);  // std::getenv, as an EnvLookup
-
-// Bytes <-> lowercase hex, two characters per byte. from_hex throws std::invalid_argument for a
-// wrong length or a character that is not a hex digit.
-std::string to_hex(const void* bytes, std::size_t count);
-void from_hex(const std::string& hex, void* bytes, std::size_t count);
 
 // "1,2,4" -> {1, 2, 4} (counts 1 to 1024); "5M,100M" -> {5000000, 100000000} (common/cli.h's
 // sizes, 2 to 2e9 points). Throw UsageError naming `flag`, for an empty item ("1,,2") too.

@@ -1,17 +1,18 @@
-// measure.cpp: peer copies and NCCL all-reduce bandwidth.
+// measure.cu: peer copies and NCCL all-reduce bandwidth, for multi_gpu_bench.
 #include "measure.h"
 
 #include "cuda_check.h"
 #include "device_buffer.h"
-#include "multi_gpu.cuh"
+#include "bench_plan.h"
+#include "globaltimer.cuh"
 #include "nccl_check.h"
 #include "nccl_comm.h"
 #include "nvtx.h"
-#include "plan.h"
 #include "stream.h"
 
 #include <nccl.h>
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -20,6 +21,65 @@
 
 namespace workbook::multi_gpu {
 namespace {
+
+constexpr int kThreads = 256;
+
+int elementwise_blocks(std::int64_t n) {
+  return static_cast<int>(std::clamp<std::int64_t>((n + kThreads - 1) / kThreads, 1, 4096));
+}
+
+// The all-reduce benchmark's data. Element i of rank r is (i % 7) + 1 + r: small integers, so
+// the sum over n ranks, n (i % 7 + 1) + n (n - 1) / 2, is exact in float whatever the order.
+__global__ void fill_kernel(float* data, std::size_t count, int rank) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    data[i] = static_cast<float>(i % 7 + 1 + rank);
+  }
+}
+
+__global__ void count_wrong_kernel(const float* data, std::size_t count, int ranks, unsigned long long* wrong) {
+  unsigned long long mine = 0;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    const float want = static_cast<float>(ranks * static_cast<int>(i % 7 + 1) + ranks * (ranks - 1) / 2);
+    if (data[i] != want) ++mine;
+  }
+  if (mine != 0) atomicAdd(wrong, mine);  // an integer count: any order gives the same total
+}
+
+// One thread polls the host's counter through PCIe (volatile: every read goes to host memory).
+// On timeout it says so in release[1], so that the sample is not taken for a GPU-paced one.
+__global__ void latch_kernel(volatile unsigned* release, unsigned ticket, unsigned long long timeout_ns) {
+  const unsigned long long start = workbook::global_timer_ns();
+  while (release[0] < ticket) {
+    if (workbook::global_timer_ns() - start > timeout_ns) {  // the host never raised it: go on, do not hang
+      release[1] = ticket;
+      return;
+    }
+  }
+}
+
+void launch_fill_allreduce_input(float* data, std::size_t count, int rank, cudaStream_t stream) {
+  fill_kernel<<<elementwise_blocks(static_cast<std::int64_t>(count)), kThreads, 0, stream>>>(data, count, rank);
+  CUDA_CHECK_LAUNCH();
+}
+
+// Holds `stream` until the host raises release[0] to at least `ticket`, or for timeout_ms at most,
+// in which case it writes `ticket` to release[1]. `release` is two unsigneds of pinned host memory
+// (with unified addressing the GPU reads and writes it by the same pointer). Work queued behind
+// the latch then starts back to back, however slowly the host issued it: what a latency
+// measurement needs when one call costs the host as long as one copy.
+void launch_latch(unsigned* release, unsigned ticket, double timeout_ms, cudaStream_t stream) {
+  latch_kernel<<<1, 1, 0, stream>>>(release, ticket, static_cast<unsigned long long>(timeout_ms * 1e6));
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_count_wrong(const float* data, std::size_t count, int ranks, unsigned long long* wrong,
+                        cudaStream_t stream) {
+  count_wrong_kernel<<<elementwise_blocks(static_cast<std::int64_t>(count)), kThreads, 0, stream>>>(data, count,
+                                                                                                      ranks, wrong);
+  CUDA_CHECK_LAUNCH();
+}
 
 constexpr int kLatencyCopies = 100;       // back-to-back 4-byte copies per timed sample
 constexpr double kLatchTimeoutMs = 1000.0;  // far longer than queuing 100 copies takes the host

@@ -1,29 +1,32 @@
-// main.cpp: chapter 06's program. Data parallelism over NCCL on the GPUs of one node (or many,
-// through mpirun): what the GPUs can move between them, what an all-reduce costs, and chapter
-// 04's regression trained with chapter 05's fused gradient on every GPU, DataParallel-style (one
-// process) and DistributedDataParallel-style (one process per GPU), checked against chapter 04's
-// float64 reference and against the same training on one GPU, then timed and scaled.
+// bench_multi_gpu.cpp: chapter 06's measuring harness, beside the lesson (multi_gpu.cu), whose
+// replica and training loops it links: what the GPUs can move between them, what an all-reduce
+// costs, the DDP analog started by a launcher of its own (what torchrun does for one node) with
+// a fault injected on demand, and strong and weak scaling.
 //
-//   multi_gpu                              # everything: topology, allreduce, dp, ddp, scaling
-//   multi_gpu topology | allreduce | dp | ddp | scaling      # one part
-//   multi_gpu ddp --nproc 2 --fail-rank 1 --fail-epoch 50    # a rank dies; the others stop
-//   mpirun -np 4 multi_gpu ddp             # the same ranks started by OpenMPI (MPI builds only)
-//   multi_gpu --quick --gpus 1             # what the tests and compute-sanitizer run
+//   multi_gpu_bench                              # everything: topology, allreduce, ddp, scaling
+//   multi_gpu_bench topology | allreduce | ddp | scaling       # one part
+//   multi_gpu_bench ddp --nproc 2 --fail-rank 1 --fail-epoch 50  # a rank dies; the others stop
+//   multi_gpu_bench --quick --gpus 1             # what the tests and compute-sanitizer run
+//
+// The DDP ranks are the lesson's own program, `multi_gpu ddp`, one per GPU (the launcher finds it
+// beside this program); each learns its rank from the environment the launcher gives it.
 #include "cli.h"
 #include "format.h"
 #include "gpu_probe.h"
 #include "launcher.h"
 #include "measure.h"
-#include "mpi_bootstrap.h"
 #include "multi_gpu.cuh"
 #include "nccl_check.h"
 #include "nccl_comm.h"
 #include "nvtx.h"
-#include "plan.h"
+#include "bench_plan.h"
 #include "program.h"
+#include "rank_environment.h"
+#include "regression_cli.h"
 #include "regression_problem.h"
 #include "report.h"
-#include "training.h"
+#include "stream.h"
+#include "stop_signals.h"
 
 #include <cuda_runtime_api.h>
 #include <unistd.h>
@@ -251,106 +254,11 @@ regression::Config training_config(const Options& o, std::int64_t points) {
   return c;
 }
 
-// The float64 reference on a host thread (while the GPUs train), when the problem is small enough.
-std::future<regression::TrainingResult> start_reference(const regression::Config& c, std::int64_t reference_max) {
-  if (c.points > reference_max) return {};
-  return std::async(std::launch::async, [c] { return regression::train_reference(regression::make_dataset_cpu(c), c); });
-}
-
-nlohmann::json check_json(const regression::Check& v) {
-  return {{"passed", v.ok}, {"failure", v.failure},
-          {"relative_error", {{"w", v.w}, {"b", v.b}, {"losses", v.losses}, {"test_mse", v.test_mse}}}};
-}
-
-// Checks a finished run (reference, 05, bit-identity), prints it, and returns its JSON.
-nlohmann::json report_training(const ParallelRun& run, const regression::Config& c,
-                               std::future<regression::TrainingResult> reference, Report& report) {
-  std::ostream& out = report.out();
-  const int n = static_cast<int>(run.ranks.size());
-  nlohmann::json j = {{"mode", run.mode}, {"ranks", n}, {"points", c.points}, {"epochs", c.epochs}, {"lr", c.lr},
-                      {"noise", c.noise}};
-  out << "  rank  GPU   shard points              w              b      test MSE   epoch us  compute us  all-reduce us\n";
-  nlohmann::json ranks = nlohmann::json::array();
-  for (const RankResult& r : run.ranks) {
-    out << std::setw(6) << r.rank << std::setw(5) << r.device << std::setw(15) << r.shard_points << std::setw(15)
-        << std::setprecision(9) << r.w << std::setw(15) << r.b << std::setw(14) << std::setprecision(6) << r.test_mse
-        << std::setw(11) << fixed(r.timing.epoch_us, 2) << std::setw(12) << fixed(r.timing.compute_us, 2)
-        << std::setw(15) << fixed(r.timing.allreduce_us, 2) << "\n";
-    ranks.push_back({{"rank", r.rank}, {"device", r.device}, {"shard_points", r.shard_points}, {"w", r.w},
-                     {"b", r.b}, {"test_mse", r.test_mse}, {"training_ms", stats_json(r.timing.training_ms)},
-                     {"us_per_epoch", r.timing.epoch_us}, {"compute_us", r.timing.compute_us},
-                     {"allreduce_us", r.timing.allreduce_us}});
-  }
-  j["per_rank"] = ranks;
-  const bool same = run.bit_identical();
-  out << "every rank's w, b and test MSE bit-identical: " << (same ? "yes" : "NO") << "\n";
-  report.check(same, run.mode + ": ranks ended with different w, b or test MSE");
-  j["bit_identical"] = same;
-
-  if (reference.valid()) {
-    const regression::TrainingResult want = reference.get();
-    const regression::Check v = check_against_reference(run, want);
-    out << std::scientific << std::setprecision(2) << "against the float64 reference (04's tolerances w, b "
-        << regression::kParameterTolerance.rel << ", losses " << regression::kLossTolerance.rel
-        << "): relative error w " << v.w << "  b " << v.b << "  losses " << v.losses << "  test " << v.test_mse
-        << std::defaultfloat << "  " << (v.ok ? "ok" : "FAILED: " + v.failure) << "\n";
-    report.check(v.ok, run.mode + ": " + v.failure);
-    if (want.diverged_at) report.check(false, run.mode + ": diverged at epoch " + std::to_string(*want.diverged_at) + ": lower --lr");
-    j["reference"] = check_json(v);
-    if (!want.diverged_at) j["reference"].update({{"w", want.w}, {"b", want.b}, {"test_mse", want.test_mse}});
-  } else {
-    out << "float64 reference: skipped above --reference-max points (checked against one GPU instead)\n";
-  }
-  std::string why_not;
-  CUDA_CHECK(cudaSetDevice(run.ranks.front().device));
-  if (const auto single = single_gpu(c, &why_not)) {
-    const regression::Check v = check_against_single_gpu(run, *single);
-    const bool same_bits = single->w == run.ranks.front().w && single->b == run.ranks.front().b;
-    out << std::scientific << std::setprecision(2) << "against one GPU (no all-reduce; chapter 05's variant 4 kernels; tolerance 2x 04's): relative error w "
-        << v.w << "  b " << v.b << "  losses " << v.losses << "  test " << v.test_mse << std::defaultfloat << "  "
-        << (v.ok ? "ok" : "FAILED: " + v.failure) << (same_bits ? " (same bits of w and b)" : "") << "\n";
-    report.check(v.ok, run.mode + ": " + v.failure);
-    j["single_gpu"] = check_json(v);
-    j["single_gpu"].update({{"w", single->w}, {"b", single->b}, {"same_bits", same_bits}});
-  } else {
-    out << "one GPU: skipped: " << why_not << "\n";
-  }
-  const RankResult& slow = run.slowest();
-  j["training_ms"] = stats_json(slow.timing.training_ms);
-  j["us_per_epoch"] = slow.timing.epoch_us;
-  j["compute_us"] = slow.timing.compute_us;
-  j["allreduce_us"] = slow.timing.allreduce_us;
-  j["w"] = run.ranks.front().w;
-  j["b"] = run.ranks.front().b;
-  j["test_mse"] = run.ranks.front().test_mse;
-  // The split comes from the checked run, whose events around each phase cost time of their own:
-  // its parts can add to more than the timed epoch.
-  out << "time per epoch (slowest rank, median of " << slow.timing.training_ms.count << " timed runs, CUDA events): "
-      << fixed(slow.timing.epoch_us, 2) << " us; in the checked run, with events around each phase: compute "
-      << fixed(slow.timing.compute_us, 2) << " us, all-reduce " << fixed(slow.timing.allreduce_us, 2) << " us\n";
-  return j;
-}
-
 // ---------------------------------------------------------------------------------------------
-// dp
+// ddp: the launcher, its workers (the lesson program's `multi_gpu ddp`), and the epoch's split
 
-void run_dp(const Options& o, const std::vector<int>& devices, Report& report) {
-  const regression::Config c = training_config(o, o.config.points);
-  const Problem problem = make_problem(c);
-  report.out() << "== dp: DataParallel analog: one process drives " << devices.size() << " GPU"
-               << (devices.size() == 1 ? "" : "s") << "; " << c.points << " points (" << problem.train_points
-               << " train), " << c.epochs << " epochs, lr " << c.lr << "\n"
-               << "multicast off: " << forced_environment_text() << "\n";
-  auto reference = start_reference(c, o.reference_max);
-  const ParallelRun run = train_data_parallel(problem, devices, o.repeats);
-  report.json()["dp"] = report_training(run, c, std::move(reference), report);
-}
-
-// ---------------------------------------------------------------------------------------------
-// ddp: the launcher side (built-in), and the rank side (launcher or mpirun)
-
-// The arguments each worker gets: the training and fault flags of this run, --json to a file
-// the launcher reads back (rank 0 writes it).
+// The arguments each worker gets: the training flags of this run, --json to a file the launcher
+// reads back (rank 0 writes it). The fault goes to one rank in its environment (rank_environment.h).
 std::vector<std::string> worker_arguments(const Options& o, const regression::Config& c, const std::string& json) {
   std::ostringstream lr;
   lr << std::setprecision(17) << c.lr;
@@ -361,9 +269,48 @@ std::vector<std::string> worker_arguments(const Options& o, const regression::Co
   std::ostringstream noise;
   noise << std::setprecision(17) << c.noise;
   a.insert(a.end(), {"--noise", noise.str()});
-  if (o.fail_rank >= 0) a.insert(a.end(), {"--fail-rank", std::to_string(o.fail_rank), "--fail-epoch", std::to_string(o.fail_epoch)});
   if (o.nccl_nonblocking) a.emplace_back("--nccl-nonblocking");
   return a;
+}
+
+// The lesson's program, `multi_gpu`, beside this one: what the launcher starts for each rank.
+std::string lesson_program() {
+  const std::string self = self_path();
+  const std::string path = self.substr(0, self.rfind('/') + 1) + "multi_gpu";
+  if (access(path.c_str(), X_OK) != 0) throw std::runtime_error(path + ": the lesson program is not there: build it");
+  return path;
+}
+
+// The epoch without its all-reduce: rank 0's shard (the largest) alone on `device`, sums and
+// step only, timed as the training loop is (CUDA events around every epoch of a run, median of
+// `repeats` runs after one). What a DDP epoch takes beyond this is the all-reduce and the waiting
+// around it.
+double compute_alone_us(const regression::Config& c, int ranks, int device, int repeats) {
+  NvtxRange range("compute alone");
+  CUDA_CHECK(cudaSetDevice(device));
+  const Problem p = make_problem(c);
+  const Shard train = shard_of(p.train_points, ranks, 0), test = shard_of(p.test_points, ranks, 0, p.train_points);
+  require_gpu_memory("--points " + std::to_string(c.points) + " (rank 0's shard of " + std::to_string(ranks) + ")",
+                     Replica::bytes_needed(p, train, test));
+  Stream stream;
+  Replica replica(p, train, test, stream.get());
+  const Stats t = time_on_stream(stream.get(), {1, repeats}, [&] {
+    replica.enqueue_reset();
+    for (int e = 0; e < c.epochs; ++e) {
+      replica.enqueue_sums();
+      replica.enqueue_step(e);
+    }
+  });
+  return 1e3 * t.median / c.epochs;
+}
+
+// The slowest rank's time per epoch in rank 0's report (0 when there is none).
+double slowest_epoch_us(const nlohmann::json& rank0) {
+  double us = 0.0;
+  if (rank0.is_object() && rank0.contains("ranks")) {
+    for (const auto& r : rank0["ranks"]) us = std::max(us, r.value("epoch_us", 0.0));
+  }
+  return us;
 }
 
 struct LaunchOutcome {
@@ -381,8 +328,8 @@ LaunchOutcome launch_ddp(const Options& o, const regression::Config& c, int npro
   ncclUniqueId id;
   NCCL_CHECK(ncclGetUniqueId(&id));  // this process hosts the bootstrap root until the ranks are done
   LaunchOutcome r;
-  r.launch = launch_workers(self_path(), worker_arguments(o, c, json_path), nproc, encode_unique_id(id),
-                            LaunchBounds{o.timeout_s, launch_bound_s(o)}, log);
+  r.launch = launch_workers(lesson_program(), worker_arguments(o, c, json_path), nproc, encode_unique_id(id),
+                            LaunchBounds{o.timeout_s, launch_bound_s(o)}, log, Fault{o.fail_rank, o.fail_epoch});
   std::ifstream file(json_path);
   if (file && file.peek() != std::ifstream::traits_type::eof()) {
     try {
@@ -395,7 +342,7 @@ LaunchOutcome launch_ddp(const Options& o, const regression::Config& c, int npro
   return r;
 }
 
-// Returns the signal that stopped the launch (launcher.h), 0 if none.
+// Returns the signal that stopped the launch (rank_environment.h), 0 if none.
 int run_ddp_launcher(const Options& o, const std::vector<int>& devices, Report& report) {
   const int nproc = o.nproc > 0 ? o.nproc : static_cast<int>(devices.size());
   const int available = probe_gpus().device_count - o.common.device;
@@ -416,7 +363,7 @@ int run_ddp_launcher(const Options& o, const std::vector<int>& devices, Report& 
       << "\nmulticast off (every rank sets it in main before any NCCL call): " << forced_environment_text() << "\n"
       << std::flush;
   const LaunchOutcome r = launch_ddp(o, c, nproc, out);
-  nlohmann::json j = r.rank0.is_object() && r.rank0.contains("ddp") ? r.rank0["ddp"] : nlohmann::json::object();
+  nlohmann::json j = {{"rank0", r.rank0}};
   nlohmann::json exits = nlohmann::json::array();
   for (const ChildExit& e : r.launch.exits) {
     exits.push_back({{"rank", e.rank}, {"pid", e.pid}, {"status", e.status}, {"signaled", e.signaled},
@@ -456,52 +403,18 @@ int run_ddp_launcher(const Options& o, const std::vector<int>& devices, Report& 
     out << "launcher: all " << nproc << " ranks exited 0\n";
     const bool passed = r.rank0.is_object() && r.rank0.value("passed", false);
     report.check(passed, "ddp: rank 0 reported a failed check");
+    if (passed) {  // where the epoch goes: the work alone, and the all-reduce with its waiting
+      const double epoch_us = slowest_epoch_us(r.rank0);
+      const double compute_us = compute_alone_us(c, nproc, o.common.device, o.repeats);
+      out << format("epoch %.2f us (slowest rank); the same sums and step alone on GPU %d: %.2f us; the all-reduce "
+                    "and its waiting: %.2f us\n", epoch_us, o.common.device, compute_us, epoch_us - compute_us);
+      j["us_per_epoch"] = epoch_us;
+      j["compute_us"] = compute_us;
+      j["allreduce_us"] = epoch_us - compute_us;
+    }
   }
   report.json()["ddp"] = j;
   return r.launch.stop_signal;
-}
-
-// One rank of a DDP run, started by the built-in launcher or by mpirun. Rank 0 reports.
-int run_ddp_rank(const Options& o, int rank, int world, int local_rank, const ncclUniqueId& id, ControlChannel* control) {
-  const GpuAvailability gpus = probe_gpus();
-  if (!gpus.available()) throw NoGpuError(gpus.reason);
-  const regression::Config c = training_config(o, o.config.points);
-  const Problem problem = make_problem(c);
-  DdpSetup s;
-  s.rank = rank;
-  s.world_size = world;
-  s.device = device_for_local_rank(local_rank, o.common.device, gpus.device_count);
-  s.id = id;
-  s.watch = Watch{o.timeout_s, control, "rank " + std::to_string(rank)};
-  s.fail_rank = o.fail_rank;
-  s.nonblocking = o.nccl_nonblocking;
-  s.fail_epoch = o.fail_epoch;
-  auto reference = rank == 0 ? start_reference(c, o.reference_max) : std::future<regression::TrainingResult>{};
-  const ParallelRun run = train_ddp_rank(problem, s, o.repeats);
-  if (rank != 0) return run.bit_identical() ? kExitOk : kExitFailure;
-  Report report("multi_gpu", o.common.json);
-  report.out() << "rank 0 of " << world << ": GPU " << s.device << ", " << c.points << " points (" << problem.train_points
-               << " train), " << c.epochs << " epochs, lr " << c.lr << "; " << (s.nonblocking ? "non-blocking" : "blocking")
-               << " communicators; " << forced_environment_text() << "\n";
-  report.json()["environment"] = forced_environment_json();
-  report.json()["ddp"] = report_training(run, c, std::move(reference), report);
-  report.json()["ddp"]["communicators"] = s.nonblocking ? "non-blocking" : "blocking";
-  return report.finish();
-}
-
-int run_mpi_rank(Options& o, int* argc, char*** argv) {
-  MpiSession mpi(argc, argv);
-  try {
-    require_forced_environment();  // main set it; mpirun's environment cannot undo that
-    ncclUniqueId id;
-    if (mpi.rank() == 0) NCCL_CHECK(ncclGetUniqueId(&id));
-    mpi.broadcast_from_root(&id, sizeof id);
-    return run_ddp_rank(o, mpi.rank(), mpi.size(), mpi.local_rank(), id, nullptr);
-  } catch (const std::exception& e) {
-    // One rank failed: mpirun stops the others and names this rank.
-    std::cerr << "error: rank " << mpi.rank() << ": " << e.what() << "\n" << std::flush;
-    mpi.abort(kExitFailure);
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -540,19 +453,18 @@ int run_scaling(const Options& o, const std::vector<int>& devices, Report& repor
       const bool ok = r.launch.ok() && r.rank0.is_object() && r.rank0.value("passed", false);
       report.check(ok, "scaling: " + k.kind + " " + std::to_string(points) + " points on " + std::to_string(n) +
                            " GPUs failed" + (r.launch.ok() ? "" : ": " + log.str()));
-      nlohmann::json d = r.rank0.is_object() && r.rank0.contains("ddp") ? r.rank0["ddp"] : nlohmann::json::object();
-      const double us = d.value("us_per_epoch", 0.0);
+      const double us = slowest_epoch_us(r.rank0);
+      const double compute_us = ok ? compute_alone_us(c, n, o.common.device, o.repeats) : 0.0;
       if (n == counts.front()) t1 = counts.front() == 1 ? us : 0.0;
       const double eff = t1 > 0 ? (k.kind == "strong" ? strong_efficiency(t1, us, n) : weak_efficiency(t1, us)) : 0.0;
       out << "  " << std::left << std::setw(7) << k.kind << std::right << std::setw(13) << points << std::setw(12)
           << points / n << std::setw(6) << n << std::setw(11) << fixed(us, 2) << std::setw(12)
-          << fixed(d.value("compute_us", 0.0), 2) << std::setw(15) << fixed(d.value("allreduce_us", 0.0), 2)
+          << fixed(compute_us, 2) << std::setw(15) << fixed(us - compute_us, 2)
           << std::setw(11) << (t1 > 0 ? fixed(100.0 * eff, 1) + "%" : "-") << std::setw(9) << (ok ? "ok" : "FAILED")
           << "\n" << std::flush;
       rows.push_back({{"kind", k.kind}, {"points", points}, {"points_per_gpu", points / n}, {"gpus", n},
-                      {"lr", c.lr}, {"epochs", c.epochs}, {"us_per_epoch", us}, {"compute_us", d.value("compute_us", 0.0)},
-                      {"allreduce_us", d.value("allreduce_us", 0.0)}, {"efficiency", eff}, {"passed", ok},
-                      {"training_ms", d.value("training_ms", nlohmann::json::object())}});
+                      {"lr", c.lr}, {"epochs", c.epochs}, {"us_per_epoch", us}, {"compute_us", compute_us},
+                      {"allreduce_us", us - compute_us}, {"efficiency", eff}, {"passed", ok}});
     }
   }
   report.json()["scaling"] = {{"gpu_counts", counts}, {"rows", rows}, {"repeats", o.repeats}};
@@ -562,12 +474,12 @@ int run_scaling(const Options& o, const std::vector<int>& devices, Report& repor
 // ---------------------------------------------------------------------------------------------
 
 int run(int argc, char** argv) {
-  CLI::App app{"Chapter 06: data parallelism over NCCL: topology, all-reduce, DataParallel and DDP analogs, scaling"};
+  CLI::App app{"Chapter 06's bench: topology, NCCL all-reduce, the DDP analog's launcher and faults, scaling"};
   Options o;
   add_common_options(app, o.common);
   app.fallthrough();  // the flags may come before or after the subcommand
   app.add_option("--gpus", o.gpus, "GPUs to use from --device on (default: all)")->type_name("G");
-  auto* training = app.add_option_group("training", "dp, ddp and scaling");
+  auto* training = app.add_option_group("training", "ddp and scaling");
   add_size_option(*training, "--points", o.config.points,
                   "points of the whole dataset, e.g. 5M (X = i * 2e-6, first 80% train)");
   training->add_option("--epochs", o.config.epochs, "full-batch epochs")->type_name("E");
@@ -602,8 +514,7 @@ int run(int argc, char** argv) {
   sc->add_option("--gpu-counts", o.gpu_counts, "GPU counts to visit (those this machine has)");
   CLI::App* topology = app.add_subcommand("topology", "peer-access matrix, peer copy bandwidth and latency");
   CLI::App* allreduce = app.add_subcommand("allreduce", "NCCL all-reduce, 8 B to 1 GiB: time, algbw, busbw, check");
-  CLI::App* dp = app.add_subcommand("dp", "DataParallel analog: one process, every GPU");
-  CLI::App* ddp = app.add_subcommand("ddp", "DistributedDataParallel analog: one process per GPU");
+  CLI::App* ddp = app.add_subcommand("ddp", "DistributedDataParallel analog: one `multi_gpu ddp` process per GPU");
   CLI::App* scaling = app.add_subcommand("scaling", "strong and weak scaling over 1, 2, 4 GPUs");
   app.require_subcommand(0, 1);
   if (auto code = parse_command_line(app, argc, argv)) return *code;
@@ -612,34 +523,16 @@ int run(int argc, char** argv) {
   const bool all = app.get_subcommands().empty();
   check_ddp_flags(o.nproc, o.gpus, o.fail_rank, all || ddp->parsed() ? DdpRuns::kYes : DdpRuns::kNo);
 
-  // A rank of a DDP run: started by our own launcher, or by mpirun.
-  const auto identity = worker_identity_from_environment(&process_environment);
-  if (identity) {
-    if (!ddp->parsed()) throw UsageError(std::string(kRankVariable) + " is set: workers run `ddp` only");
-    ControlChannel control(identity->control_fd, identity->heartbeat_fd);
-    return run_ddp_rank(o, identity->rank, identity->world_size, identity->local_rank,
-                        decode_unique_id(identity->nccl_id_hex), &control);
-  }
-  if (launched_by_mpi(&process_environment)) {
-    if (!ddp->parsed()) throw UsageError("under mpirun only `ddp` runs (one rank per process)");
-    if (!mpi_built_in()) {
-      throw UsageError("started by mpirun, but this build has no MPI (install libopenmpi-dev, reconfigure); or use multi_gpu ddp --nproc N");
-    }
-    return run_mpi_rank(o, &argc, &argv);
-  }
-
   const std::vector<int> devices = pick_devices(o);
   // Without --nproc or --gpus, the ranks are the GPUs found: only now can --fail-rank be checked.
   if (all || ddp->parsed()) require_rank_exists(o.fail_rank, o.nproc > 0 ? o.nproc : static_cast<int>(devices.size()));
-  Report report("multi_gpu", o.common.json);
-  report.out() << "multi_gpu: " << devices.size() << " GPU" << (devices.size() == 1 ? "" : "s") << " from device "
-               << o.common.device << (mpi_built_in() ? "; MPI built in" : "; built without MPI (launcher: --nproc)")
-               << "\n";
+  Report report("multi_gpu_bench", o.common.json);
+  report.out() << "multi_gpu_bench: " << devices.size() << " GPU" << (devices.size() == 1 ? "" : "s")
+               << " from device " << o.common.device << "\n";
   report.json()["gpus"] = devices.size();
   report.json()["environment"] = forced_environment_json();
   if (all || topology->parsed()) run_topology(o, devices, report);
   if (all || allreduce->parsed()) run_allreduce(o, devices, report);
-  if (all || dp->parsed()) run_dp(o, devices, report);
   int stop_signal = 0;  // SIGTERM, SIGINT or SIGHUP stopped a launch: report, then end as that signal
   if (all || ddp->parsed()) stop_signal = run_ddp_launcher(o, devices, report);
   if (stop_signal == 0 && (all || scaling->parsed())) stop_signal = run_scaling(o, devices, report);
@@ -651,7 +544,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return workbook::guarded_main("multi_gpu", [&] {
+  return workbook::guarded_main("multi_gpu_bench", [&] {
     // First, while this process has one thread and before any NCCL call: NVLink multicast off,
     // whatever the environment said (this process, each launcher worker, each mpirun rank).
     workbook::multi_gpu::apply_forced_environment();
