@@ -79,11 +79,11 @@ ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& 
   NvtxRange range("data parallel");
   const int count = static_cast<int>(devices.size());
   const int epochs = problem.config.epochs;
-  struct Plan {  // what one device holds, all made with that device current
+  struct Plan {  // what one device holds, all made with that device current (events included)
     int device = 0;
     std::unique_ptr<Stream> stream;
     std::unique_ptr<Replica> replica;
-    Event start{EventTiming::kEnabled}, stop{EventTiming::kEnabled};
+    std::unique_ptr<Event> start, stop;
     std::vector<double> runs_ms;
   };
   // Every device's shard is asked for before any is allocated: a size that does not fit is one line.
@@ -103,6 +103,8 @@ ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& 
     p.replica = std::make_unique<Replica>(problem, shard_of(problem.train_points, count, d),
                                           shard_of(problem.test_points, count, d, problem.train_points),
                                           p.stream->get());
+    p.start = std::make_unique<Event>(EventTiming::kEnabled);
+    p.stop = std::make_unique<Event>(EventTiming::kEnabled);
   }
   // One communicator per device, all made by this thread in one call; this thread issues every
   // device's part of each collective inside one group. An exception aborts them (CommunicatorGroup).
@@ -124,7 +126,7 @@ ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& 
     for (Plan& p : plans) {
       on(p);
       p.replica->enqueue_reset();
-      p.start.record(p.stream->get());
+      p.start->record(p.stream->get());
     }
     for (int e = 0; e < epochs; ++e) {
       for (Plan& p : plans) {
@@ -139,12 +141,12 @@ ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& 
     }
     for (Plan& p : plans) {
       on(p);
-      p.stop.record(p.stream->get());
+      p.stop->record(p.stream->get());
     }
     for (Plan& p : plans) {
       on(p);
       p.stream->synchronize();
-      p.runs_ms.push_back(elapsed_ms(p.start, p.stop));
+      p.runs_ms.push_back(elapsed_ms(*p.start, *p.stop));
     }
   };
   run();  // the warm-up; its result is the one checked, as every run gives the same bits
