@@ -121,23 +121,6 @@ void validate(const Options& o) {
   parse_int_list(o.gpu_counts, "--gpu-counts");
 }
 
-// The GPUs this run uses: --gpus of them from --device on. Exit 77 when there are fewer.
-std::vector<int> pick_devices(const Options& o) {
-  const GpuAvailability gpus = probe_gpus();
-  if (!gpus.available()) throw NoGpuError(gpus.reason);
-  workbook::use_device(o.common.device);
-  const int available = gpus.device_count - o.common.device;
-  const int wanted = o.gpus > 0 ? o.gpus : available;
-  if (wanted > available) {
-    throw NoGpuError("--gpus " + std::to_string(wanted) + " from --device " + std::to_string(o.common.device) +
-                     " needs " + std::to_string(o.common.device + wanted) + " GPUs; this machine has " +
-                     std::to_string(gpus.device_count));
-  }
-  std::vector<int> devices;
-  for (int d = 0; d < wanted; ++d) devices.push_back(o.common.device + d);
-  return devices;
-}
-
 // Asks every device of the run for `need` before anything is allocated on any of them.
 void require_memory_on_each(const std::vector<int>& devices, const std::string& what, const ByteCount& need) {
   for (int d : devices) {
@@ -523,7 +506,7 @@ int run(int argc, char** argv) {
   const bool all = app.get_subcommands().empty();
   check_ddp_flags(o.nproc, o.gpus, o.fail_rank, all || ddp->parsed() ? DdpRuns::kYes : DdpRuns::kNo);
 
-  const std::vector<int> devices = pick_devices(o);
+  const std::vector<int> devices = pick_devices(o.common.device, o.gpus);
   // Without --nproc or --gpus, the ranks are the GPUs found: only now can --fail-rank be checked.
   if (all || ddp->parsed()) require_rank_exists(o.fail_rank, o.nproc > 0 ? o.nproc : static_cast<int>(devices.size()));
   Report report("multi_gpu_bench", o.common.json);

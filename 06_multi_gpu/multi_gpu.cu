@@ -343,23 +343,6 @@ struct Options {
   bool nonblocking = false;
 };
 
-// The GPUs of a dp run: --gpus of them from --device on. Exit 77 when there are fewer.
-std::vector<int> pick_devices(const Options& o) {
-  const GpuAvailability gpus = probe_gpus();
-  if (!gpus.available()) throw NoGpuError(gpus.reason);
-  use_device(o.common.device);
-  const int available = gpus.device_count - o.common.device;
-  const int wanted = o.gpus > 0 ? o.gpus : available;
-  if (wanted > available) {
-    throw NoGpuError("--gpus " + std::to_string(wanted) + " from --device " + std::to_string(o.common.device) +
-                     " needs " + std::to_string(o.common.device + wanted) + " GPUs; this machine has " +
-                     std::to_string(gpus.device_count));
-  }
-  std::vector<int> devices;
-  for (int d = 0; d < wanted; ++d) devices.push_back(o.common.device + d);
-  return devices;
-}
-
 // The float64 reference on a host thread while the GPUs train, when the problem is small enough.
 std::future<regression::TrainingResult> start_reference(const regression::Config& c, std::int64_t reference_max) {
   if (c.points > reference_max) return {};
@@ -411,7 +394,7 @@ void report_run(const ParallelRun& run, const regression::Config& c, std::future
 }
 
 int run_dp(const Options& o) {
-  const std::vector<int> devices = pick_devices(o);
+  const std::vector<int> devices = pick_devices(o.common.device, o.gpus);
   const Problem problem = make_problem(o.config);
   Report report("multi_gpu", o.common.json);
   report.out() << "multi_gpu dp: one process drives " << devices.size() << " GPU" << (devices.size() == 1 ? "" : "s")

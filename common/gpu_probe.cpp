@@ -80,4 +80,19 @@ void use_device(int index) {
   CUDA_CHECK(status);
 }
 
+std::vector<int> pick_devices(int first, int count) {
+  const GpuAvailability gpus = probe_gpus();
+  if (!gpus.available()) throw NoGpuError(gpus.reason);
+  use_device(first);
+  const int available = gpus.device_count - first;
+  const int wanted = count > 0 ? count : available;
+  if (wanted > available) {
+    throw NoGpuError("--gpus " + std::to_string(wanted) + " from --device " + std::to_string(first) + " needs " +
+                     std::to_string(first + wanted) + " GPUs; this machine has " + std::to_string(gpus.device_count));
+  }
+  std::vector<int> devices;
+  for (int d = 0; d < wanted; ++d) devices.push_back(first + d);
+  return devices;
+}
+
 }  // namespace workbook

@@ -37,6 +37,11 @@ std::string format_cuda_version(int version);
 // "invalid device ordinal"). A malformed --device never gets here: the flag's parser refuses it.
 void use_device(int index);
 
+// The GPUs of a run on several of them: `count` GPUs from `first` on (count 0: every GPU from
+// `first` on), after use_device(first). Throws NoGpuError (exit 77) when there are fewer, naming
+// the flags --gpus and --device.
+std::vector<int> pick_devices(int first, int count);
+
 // The UsageError text of use_device for a missing index, from the names of the devices that do
 // exist: "--device 5: cudaErrorInvalidDevice: invalid device ordinal; this machine has 1 device:
 // 0 (NVIDIA H200)". Pure, so testable without a GPU.
