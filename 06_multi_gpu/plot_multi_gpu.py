@@ -138,12 +138,12 @@ def scaling_part(results, lines):
     for ax, (kind, size) in zip(axes[0], groups):
         sel = [r for r in rows if r["kind"] == kind and size_of(r, kind) == size]
         g = [str(r["gpus"]) for r in sel]
-        # The bar is the timed epoch (runs with no events inside). The all-reduce's share comes from
-        # the checked run, which records events around each phase: those events cost time of their
-        # own, so its parts are not stacked on the bar but drawn beside it as a point.
+        # The bar is the timed epoch. The point is what the epoch takes beyond the same sums and
+        # step run alone on one GPU (multi_gpu_bench's compute_alone_us): the all-reduce and its
+        # waiting. Two separate measurements, so the point is drawn beside the bar, not stacked.
         bars = ax.bar(g, [r["us_per_epoch"] for r in sel], color="tab:blue", label="epoch (timed runs)")
         ax.plot(g, [r.get("allreduce_us", 0.0) for r in sel], "o", color="tab:orange",
-                label="all-reduce per epoch (checked run)")
+                label="all-reduce and its waiting (epoch - work alone)")
         for bar, r in zip(bars, sel):
             ax.annotate(f"{r['us_per_epoch']:.1f} us\n{100 * r.get('efficiency', 0.0):.1f}%",
                         (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=8)
