@@ -2,6 +2,7 @@
 //
 //   out << workbook::format("%-10s %8.3f ms\n", name.c_str(), ms);
 //   out << workbook::format_bytes(64 << 20);            // "64 MiB"
+//   out << workbook::format_size(150754820096.0);      // "140.40 GiB"
 //
 // The compiler checks the arguments against the format, as it does for printf.
 #pragma once
@@ -33,6 +34,16 @@ inline std::string format_bytes(std::size_t bytes) {
   if (bytes >= kMiB && bytes % kMiB == 0) return std::to_string(bytes / kMiB) + " MiB";
   if (bytes >= kKiB && bytes % kKiB == 0) return std::to_string(bytes / kKiB) + " KiB";
   return std::to_string(bytes) + " B";
+}
+
+// Any byte count, rounded in the largest binary unit it reaches: "140.40 GiB" (two decimals),
+// "50.0 MiB", "1.5 KiB" (one), "1000 B".
+inline std::string format_size(double bytes) {
+  constexpr double kKiB = 1024.0, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
+  if (bytes >= kGiB) return format("%.2f GiB", bytes / kGiB);
+  if (bytes >= kMiB) return format("%.1f MiB", bytes / kMiB);
+  if (bytes >= kKiB) return format("%.1f KiB", bytes / kKiB);
+  return format("%.0f B", bytes);
 }
 
 }  // namespace workbook

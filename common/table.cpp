@@ -33,6 +33,7 @@ std::string Table::cell_text(const Row& row, const Column& column) const {
   const nlohmann::json& v = row.cells_[column.key];
   if (v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+  if (column.style == Column::Style::kBytes && v.is_number()) return format_size(v.get<double>());
   if (v.is_number_float() && column.digits >= 0) {
     const char* pattern = column.style == Column::Style::kScientific ? "%.*e" : "%.*f";
     return format(pattern, column.digits, v.get<double>());
@@ -78,6 +79,27 @@ void Table::print(std::ostream& out, const std::string& indent) const {
     bool rest_unset = set + 1 < shown.size() && r.cells_.contains(shown.back()->key);
     for (std::size_t i = set; rest_unset && i + 1 < shown.size(); ++i) rest_unset = !r.cells_.contains(shown[i]->key);
     line([&](std::size_t i) { return cell_text(r, *shown[i]); }, rest_unset ? set : shown.size());
+  }
+}
+
+void Table::print_turned(std::ostream& out, const std::string& indent) const {
+  std::size_t heading_width = 0;
+  std::vector<std::size_t> row_width(rows_.size(), 0);  // each row is a column of text here
+  for (const Column& c : columns_) {
+    if (c.heading.empty()) continue;
+    heading_width = std::max(heading_width, c.heading.size());
+    for (std::size_t i = 0; i < rows_.size(); ++i) row_width[i] = std::max(row_width[i], cell_text(rows_[i], c).size());
+  }
+  for (const Column& c : columns_) {
+    const bool any_set = std::any_of(rows_.begin(), rows_.end(), [&](const Row& r) { return r.cells_.contains(c.key); });
+    if (c.heading.empty() || !any_set) continue;  // a property no row has is left out
+    std::string s = indent + c.heading + std::string(heading_width - c.heading.size(), ' ');
+    for (std::size_t i = 0; i < rows_.size(); ++i) {
+      const std::string cell = cell_text(rows_[i], c);
+      s += "  " + cell + std::string(row_width[i] - cell.size(), ' ');
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    out << s << "\n";
   }
 }
 

@@ -8,7 +8,9 @@
 //
 // A column with an empty heading is JSON only; a cell left unset prints blank and is left out
 // of that row's JSON. Numbers print with the column's digits after the point (fixed, or
-// scientific); the JSON keeps them unrounded.
+// scientific), byte counts in binary units (kBytes: "79.19 GiB"); the JSON keeps them unrounded.
+// A table of few rows and many columns (a device's properties) prints turned: print_turned
+// writes one line per column, its heading and then each row's cell.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -20,7 +22,7 @@
 namespace workbook {
 
 struct Column {
-  enum class Style { kFixed, kScientific };
+  enum class Style { kFixed, kScientific, kBytes };
   std::string key;      // the JSON name
   std::string heading;  // the printed heading; empty: JSON only
   int digits = -1;      // digits after the point for numbers; -1: integers and text as they are
@@ -51,6 +53,9 @@ class Table {
 
   // Right-aligned columns (text left-aligned), two spaces apart, each line after `indent`.
   void print(std::ostream& out, const std::string& indent = "  ") const;
+  // One line per shown column that some row sets: its heading, left-aligned, then each row's
+  // cell, two spaces apart.
+  void print_turned(std::ostream& out, const std::string& indent = "  ") const;
   nlohmann::json json() const;  // an array of row objects
   std::string cell_text(const Row& row, const Column& column) const;
 

@@ -620,12 +620,36 @@ TEST_CASE("table: the printed text and the JSON rows come from the same cells") 
   CHECK_THROWS_AS(t.add_row().set("typo", 1), std::logic_error);
 }
 
+TEST_CASE("table: byte counts in binary units, and a wide table printed turned") {
+  Table t({{"name", "name"}, {"memory", "global memory", -1, Column::Style::kBytes}, {"sms", "SMs"}, {"id", ""},
+           {"unset", "never set"}});
+  t.add_row().set("name", "NVIDIA H200").set("memory", 150'754'820'096ULL).set("sms", 132).set("id", 0);
+  t.add_row().set("name", "GPU").set("memory", 52'428'800).set("sms", 2).set("id", 1);
+  std::ostringstream out;
+  t.print_turned(out, "  ");
+  CHECK(out.str() ==
+        "  name           NVIDIA H200  GPU\n"
+        "  global memory  140.40 GiB   50.0 MiB\n"
+        "  SMs            132          2\n");
+  Table small({{"b", "bytes", -1, Column::Style::kBytes}});
+  small.add_row().set("b", 1000);
+  small.add_row().set("b", 1536);
+  std::ostringstream bytes;
+  small.print(bytes, "");
+  CHECK(bytes.str() == "  bytes\n 1000 B\n1.5 KiB\n");
+  CHECK(t.json()[0]["memory"] == 150'754'820'096ULL);  // the JSON keeps the count
+}
+
 TEST_CASE("format_bytes: the largest binary unit that divides the count") {
   CHECK(format_bytes(12) == "12 B");
   CHECK(format_bytes(8 << 10) == "8 KiB");
   CHECK(format_bytes(64 << 20) == "64 MiB");
   CHECK(format_bytes(std::size_t{1} << 30) == "1 GiB");
   CHECK(format_bytes((64 << 20) + 1) == std::to_string((64 << 20) + 1) + " B");
+  CHECK(format_size(1000) == "1000 B");
+  CHECK(format_size(1536) == "1.5 KiB");
+  CHECK(format_size(50.0 * 1024 * 1024) == "50.0 MiB");
+  CHECK(format_size(150'754'820'096.0) == "140.40 GiB");
 }
 
 TEST_CASE("median and relative error, including the edge cases") {
