@@ -1,4 +1,18 @@
-// device_query.cpp: device properties, peer access and memory accounting through the CUDA runtime.
+// device_query.cpp: chapter 01's lesson. What torch.cuda.is_available(), device_count(),
+// get_device_properties(), can_device_access_peer(), mem_get_info(), memory_allocated() and
+// memory_reserved() ask the CUDA runtime, as plain runtime calls. No kernel runs here: every
+// answer comes from the runtime and the driver. Read it beside "How to Use CUDA with PyTorch:
+// Clearly Explained" (checking availability, device count, monitoring memory, GPU specifications).
+//
+// In reading order: the properties of one device, peer access, free memory, the memory-accounting
+// walk-through (a stream-ordered pool plays PyTorch's caching allocator), then the program.
+//
+//   device_query                 every device, then memory accounting on device 0
+//   device_query --device 1      one device (made current, as torch.cuda.set_device(1))
+//   device_query --json out.json the same facts as one JSON object
+//
+// No GPU is an answer here, not an error: "CUDA available: no (<reason>)" and exit 0, --device N
+// or not. With GPUs, a --device index that is not one of them exits 2 naming those that are.
 #include "device_query.h"
 
 #include "cuda_check.h"
@@ -7,9 +21,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 namespace device_query {
 
+// ---------------------------------------------------------------------------------------------
+// 1. What one device is: torch.cuda.get_device_properties(i).
 namespace {
 
 int attribute(cudaDeviceAttr attr, int device) {
@@ -80,6 +97,8 @@ DeviceReport query_device(int device) {
   return r;
 }
 
+// ---------------------------------------------------------------------------------------------
+// 2. Which devices reach each other's memory, and how much memory is free now.
 double peak_memory_bandwidth_gbps(int memory_clock_khz, int bus_width_bits) {
   const double transfers_per_second = 2.0 * memory_clock_khz * 1e3;
   return transfers_per_second * (bus_width_bits / 8.0) / 1e9;
@@ -104,6 +123,8 @@ MemoryInfo memory_info() {
   return m;
 }
 
+// ---------------------------------------------------------------------------------------------
+// 3. Memory accounting: what the driver sees, and what a caching pool keeps.
 namespace {
 
 // A pool of its own, so that nothing else in the process shares its counters, told to keep every
@@ -142,15 +163,18 @@ class PooledBlock {
     CUDA_CHECK(cudaMallocFromPoolAsync(&data_, bytes, pool.get(), stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
   }
-  ~PooledBlock() { release(); }
+  ~PooledBlock() {
+    if (data_ != nullptr && cudaFreeAsync(data_, stream_) == cudaSuccess) (void)cudaStreamSynchronize(stream_);
+  }
   PooledBlock(const PooledBlock&) = delete;
   PooledBlock& operator=(const PooledBlock&) = delete;
 
-  void release() noexcept {
+  // Back to the pool, checked; the destructor does the same without throwing.
+  void release() {
     if (data_ == nullptr) return;
-    (void)cudaFreeAsync(data_, stream_);
-    (void)cudaStreamSynchronize(stream_);
-    data_ = nullptr;
+    void* data = std::exchange(data_, nullptr);
+    CUDA_CHECK(cudaFreeAsync(data, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
  private:
@@ -188,3 +212,209 @@ std::vector<AccountingStep> measure_memory_accounting(std::size_t bytes) {
 }
 
 }  // namespace device_query
+
+// ---------------------------------------------------------------------------------------------
+// 4. The program: the runtime's answers, one table of device properties, the peer matrix, and
+//    the accounting walk-through checked step by step.
+#ifndef WORKBOOK_LESSON_LIBRARY
+#include "cli.h"
+#include "format.h"
+#include "gpu_probe.h"
+#include "nvtx.h"
+#include "program.h"
+#include "report.h"
+#include "table.h"
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace {
+
+using namespace workbook;
+using namespace device_query;
+using Style = Column::Style;
+
+// One column per property, one row per device; printed turned (a line per property).
+Table device_table() {
+  return Table({{"index", "device"}, {"name", "name"}, {"compute_capability", "compute capability"},
+                {"pci_bus_id", "PCI bus id"}, {"multiprocessors", "multiprocessors (SMs)"},
+                {"total_global_mem_bytes", "global memory, total", -1, Style::kBytes},
+                {"free_global_mem_bytes", "global memory, free now", -1, Style::kBytes},
+                {"l2_cache_bytes", "L2 cache", -1, Style::kBytes},
+                {"shared_mem_per_block_bytes", "shared memory per block", -1, Style::kBytes},
+                {"shared_mem_per_block_optin_bytes", "  opt-in (cudaFuncSetAttribute)", -1, Style::kBytes},
+                {"shared_mem_per_multiprocessor_bytes", "shared memory per SM", -1, Style::kBytes},
+                {"registers_per_block", "32-bit registers per block"},
+                {"registers_per_multiprocessor", "32-bit registers per SM"}, {"warp_size", "warp size"},
+                {"max_threads_per_block", "threads per block, max"},
+                {"max_threads_per_multiprocessor", "threads per SM, max"},
+                {"max_block_dim", "block dimensions, max"}, {"max_grid_dim", "grid dimensions, max"},
+                {"async_engine_count", "copy engines"}, {"sm_clock_mhz", "SM clock, peak (MHz)"},
+                {"memory_clock_mhz", "memory clock, peak (MHz)"}, {"memory_bus_width_bits", "memory bus width (bits)"},
+                {"peak_memory_bandwidth_gbps", "peak memory bandwidth (GB/s)", 0},
+                {"ecc_enabled", "ECC enabled"}, {"unified_addressing", "unified addressing"},
+                {"concurrent_kernels", "concurrent kernels"}, {"cooperative_launch", "cooperative launch"},
+                {"memory_pools", "memory pools (cudaMallocAsync)"}});
+}
+
+void add_device(Table& table, const DeviceReport& d) {
+  table.add_row()
+      .set("index", d.index).set("name", d.name)
+      .set("compute_capability", std::to_string(d.major) + "." + std::to_string(d.minor))
+      .set("pci_bus_id", d.pci_bus_id).set("multiprocessors", d.multiprocessors)
+      .set("total_global_mem_bytes", d.total_global_mem).set("free_global_mem_bytes", d.free_global_mem)
+      .set("l2_cache_bytes", d.l2_cache_bytes).set("shared_mem_per_block_bytes", d.shared_mem_per_block)
+      .set("shared_mem_per_block_optin_bytes", d.shared_mem_per_block_optin)
+      .set("shared_mem_per_multiprocessor_bytes", d.shared_mem_per_multiprocessor)
+      .set("registers_per_block", d.registers_per_block).set("registers_per_multiprocessor", d.registers_per_multiprocessor)
+      .set("warp_size", d.warp_size).set("max_threads_per_block", d.max_threads_per_block)
+      .set("max_threads_per_multiprocessor", d.max_threads_per_multiprocessor)
+      .set("max_block_dim", d.max_block_dim).set("max_grid_dim", d.max_grid_dim)
+      .set("async_engine_count", d.async_engine_count).set("sm_clock_mhz", d.sm_clock_khz / 1000)
+      .set("memory_clock_mhz", d.memory_clock_khz / 1000).set("memory_bus_width_bits", d.memory_bus_width_bits)
+      .set("peak_memory_bandwidth_gbps", peak_memory_bandwidth_gbps(d.memory_clock_khz, d.memory_bus_width_bits))
+      .set("ecc_enabled", d.ecc_enabled).set("unified_addressing", d.unified_addressing)
+      .set("concurrent_kernels", d.concurrent_kernels).set("cooperative_launch", d.cooperative_launch)
+      .set("memory_pools", d.memory_pools);
+}
+
+// Row a, column "to b": can device a read and write device b's memory directly?
+void fill_peer_table(Table& table, const std::vector<std::vector<bool>>& matrix) {
+  for (std::size_t a = 0; a < matrix.size(); ++a) {
+    Table::Row& row = table.add_row().set("device", static_cast<int>(a));
+    for (std::size_t b = 0; b < matrix.size(); ++b) {
+      const std::string key = "to_" + std::to_string(b);
+      if (a == b) row.set(key, "-");  // a device always reaches its own memory
+      else row.set(key, static_cast<bool>(matrix[a][b]));
+    }
+  }
+}
+
+std::vector<Column> peer_columns(int device_count) {
+  std::vector<Column> columns{{"device", "device"}};
+  for (int b = 0; b < device_count; ++b) columns.push_back({"to_" + std::to_string(b), "to " + std::to_string(b)});
+  return columns;
+}
+
+// The accounting walk-through, with the checks that make it a statement rather than a printout.
+void memory_accounting(Report& report, std::size_t bytes) {
+  NvtxRange range("memory accounting");
+  const std::vector<AccountingStep> steps = measure_memory_accounting(bytes);
+  Table table({{"step", "step"}, {"driver_free_bytes", "driver free", -1, Style::kBytes},
+               {"pool_used_bytes", "pool used", -1, Style::kBytes},
+               {"pool_reserved_bytes", "pool reserved", -1, Style::kBytes}});
+  for (const AccountingStep& s : steps) {
+    table.add_row().set("step", s.what).set("driver_free_bytes", s.driver_free).set("pool_used_bytes", s.pool_used)
+        .set("pool_reserved_bytes", s.pool_reserved);
+  }
+  report.out() << "\nMemory accounting with a " << format_bytes(bytes)
+               << " buffer (driver free = cudaMemGetInfo; pool used/reserved = what\n"
+                  "memory_allocated()/memory_reserved() report for PyTorch's caching allocator):\n";
+  table.print(report.out());
+  report.json()["memory_accounting"] = {{"buffer_bytes", bytes}, {"steps", table.json()}};
+
+  // Steps: 0 start, 1 cudaMalloc, 2 cudaFree, 3 pool alloc, 4 pool free, 5 pool trim. The driver's
+  // free memory is shared by every process on the GPU, so each check compares two neighbouring
+  // steps (microseconds apart) and asks for a change of at least half the buffer: another
+  // process creating its context meanwhile rarely fakes or hides that (the ctest cases of this
+  // chapter run alone for the same reason).
+  auto gained = [&](int from, int to) {  // driver free memory gained from step `from` to `to`
+    return static_cast<double>(steps[to].driver_free) - static_cast<double>(steps[from].driver_free);
+  };
+  const double half = bytes / 2.0;
+  report.check(-gained(0, 1) >= half, "cudaMalloc did not take the buffer from the driver's free memory");
+  report.check(gained(1, 2) >= half, "cudaFree did not give the buffer back to the driver");
+  report.check(-gained(2, 3) >= half, "the pool's allocation did not take memory from the driver");
+  report.check(steps[3].pool_used == bytes && steps[3].pool_reserved >= bytes,
+               "the pool does not count the allocation as used and reserved");
+  report.check(steps[4].pool_used == 0 && steps[4].pool_reserved >= bytes,
+               "the pool did not keep the freed buffer reserved");
+  report.check(gained(3, 4) < half, "the driver saw memory come back while the pool still held it");
+  report.check(steps[5].pool_reserved == 0 && gained(4, 5) >= half, "trimming the pool did not return its memory");
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"What torch.cuda asks the CUDA runtime: availability, devices, properties, memory."};
+  app.name("device_query");
+  CommonOptions common;
+  add_common_options(app, common, DeviceFlag::kNone);
+  std::optional<int> only_device;
+  app.add_option_function<std::string>(
+         "--device", [&only_device](const std::string& text) { only_device = parse_device(text).index; },
+         "show only device N (N, cuda or cuda:N) and make it current (default: all devices)")
+      ->type_name("N");
+  if (auto code = parse_command_line(app, argc, argv)) return *code;
+
+  Report report("device_query", common.json);
+  std::ostream& out = report.out();
+
+  // torch.cuda.is_available() and device_count(). The first CUDA call in a process loads the
+  // driver; the first use of a device creates its context. PyTorch defers both until the first
+  // CUDA operation (lazy initialisation).
+  const auto init_start = std::chrono::steady_clock::now();
+  const GpuAvailability gpus = probe_gpus();
+  Table runtime({{"runtime_version", "CUDA runtime (built with)"}, {"driver_version", "CUDA driver supports"},
+                 {"cuda_available", ""}, {"reason", ""}, {"device_count", "device count"},
+                 {"current_device", "current device"}, {"init_ms", "driver load + context creation (ms)", 1}});
+  Table::Row& facts = runtime.add_row().set("runtime_version", format_cuda_version(gpus.runtime_version));
+  facts.set("driver_version", gpus.driver_version ? format_cuda_version(gpus.driver_version) : "none");
+  facts.set("cuda_available", gpus.available()).set("device_count", gpus.device_count);
+  if (!gpus.available()) {
+    facts.set("reason", gpus.reason);
+    out << "CUDA available: no (" << gpus.reason << ")\n";
+  } else {
+    const int current = only_device.value_or(0);
+    use_device(current);            // exit 2 naming the devices that exist, for a bad index
+    CUDA_CHECK(cudaFree(nullptr));  // make sure the context exists before the clock stops
+    const auto init = std::chrono::steady_clock::now() - init_start;
+    int current_device = -1;
+    CUDA_CHECK(cudaGetDevice(&current_device));
+    facts.set("current_device", current_device)
+        .set("init_ms", std::chrono::duration<double, std::milli>(init).count());
+    out << "CUDA available: yes\n";
+  }
+  runtime.print_turned(out, "");
+  report.json().update(runtime.json().at(0));
+  if (!gpus.available()) return report.finish();  // with --device N too: no GPU is the answer
+
+  // get_device_properties(i) and mem_get_info(), for every device or the one asked for.
+  Table devices = device_table();
+  {
+    NvtxRange range("device properties");
+    for (int d = 0; d < gpus.device_count; ++d) {
+      if (only_device && d != *only_device) continue;
+      const DeviceReport r = query_device(d);
+      add_device(devices, r);
+      report.check(r.total_global_mem > 0 && r.free_global_mem <= r.total_global_mem,
+                   "device " + std::to_string(d) + " reports more free than total memory");
+    }
+  }
+  out << "\n";
+  devices.print_turned(out, "");
+  report.json()["devices"] = devices.json();
+
+  if (gpus.device_count >= 2) {
+    Table peers(peer_columns(gpus.device_count));
+    fill_peer_table(peers, peer_access_matrix(gpus.device_count));
+    out << "\nPeer access (torch.cuda.can_device_access_peer: can the row's device use the column's memory):\n";
+    peers.print(out);
+    report.json()["peer_access"] = peers.json();
+  }
+
+  const int current = only_device.value_or(0);
+  if (query_device(current).memory_pools) {
+    memory_accounting(report, common.quick ? std::size_t{256} << 20 : std::size_t{1} << 30);
+  } else {
+    out << "\nMemory accounting skipped: device " << current
+        << " has no stream-ordered memory pools (cudaDevAttrMemoryPoolsSupported is 0)\n";
+  }
+  return report.finish();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return workbook::guarded_main("device_query", [&] { return run(argc, argv); });
+}
+#endif  // WORKBOOK_LESSON_LIBRARY
