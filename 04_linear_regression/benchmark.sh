@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # benchmark.sh [BUILD_DIR [RESULTS_DIR]]: chapter 04's full measurement on a GPU machine.
-# The CUDA and CPU versions (5M points, 200 epochs), the PyTorch script on cuda and cpu, then the
-# plots and the README table (summary.md). Every program's text output is kept beside its JSON.
+# The CUDA and CPU versions (5M points, 200 epochs), their per-step times (linear_regression_bench),
+# the PyTorch script on cuda and cpu, then the plots and the README table (summary.md). Every program's text output is kept beside its JSON.
 # BUILD_DIR defaults to build/04_linear_regression, RESULTS_DIR to 04_linear_regression/results;
 # without a usable GPU: one line saying why, exit 77.
 set -euo pipefail
@@ -13,6 +13,9 @@ status=0
 
 "$build/linear_regression" --json "$results/cuda.json" | tee "$results/cuda.txt" || status=1
 "$build/linear_regression" --device cpu --json "$results/cpu.json" | tee "$results/cpu.txt" || status=1
+# The per-step times of both, from the harness.
+"$build/linear_regression_bench" --json "$results/cuda_steps.json" | tee "$results/cuda_steps.txt" || status=1
+"$build/linear_regression_bench" --device cpu --json "$results/cpu_steps.json" | tee "$results/cpu_steps.txt" || status=1
 python3 "$here/pytorch_regression.py" --device cuda --json "$results/pytorch_cuda.json" \
   | tee "$results/pytorch_cuda.txt" || status=1
 python3 "$here/pytorch_regression.py" --device cpu --json "$results/pytorch_cpu.json" \

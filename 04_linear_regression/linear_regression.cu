@@ -1,28 +1,119 @@
-// linear_regression.cu: kernels, launchers and the epoch loop of the PyTorch-shaped GPU version.
+// linear_regression.cu: chapter 04's lesson. The article's PyTorch regression (y = w*X + b,
+// nn.Linear(1, 1), MSELoss, SGD, 5M points, 200 epochs) rebuilt with one CUDA kernel for each
+// thing autograd launches per epoch: forward, the MSE loss, the backward pass, the SGD step.
+// Read it beside "Phase 3: Performance Comparison for PyTorch and CUDA", section "Detailed Model
+// Implementation", part 1.
 //
-// Each epoch launches, in autograd's order: forward (pred = w x + b), the MSE loss (two kernels:
-// per-block partial sums, then one block that adds them in a fixed order), the backward pass (the
-// two gradient sums, same two-pass shape) and the SGD step. No float atomics anywhere: the order
-// of every addition is fixed by n alone, so two runs give bit-identical w and b.
+// In reading order: the CPU twins of the four steps and the CPU loop; the kernels, each with its
+// launcher; the GPU loop (GpuRegression::train); then the program: reference, check, time, table.
+//
+//   linear_regression                  5M points, 200 epochs on cuda:0
+//   linear_regression --device cpu     the same loop on one CPU core, the twins only
+//   linear_regression --lr 1.0         "diverged at epoch 4", exit 1
+//
+// Every reduction is deterministic: a fixed number of blocks (a function of n alone), a fixed
+// tree in each, one block adding the partials in order, no float atomics. So two runs give
+// bit-identical w and b, and the program checks that they do. linear_regression_bench
+// (bench_regression.cpp) times each step of an epoch against the copy ceiling.
 #include "linear_regression.cuh"
 
 #include "cuda_check.h"
 #include "nvtx.h"
 #include "regression_data.h"
-#include "stats.h"
 #include "stream.h"
 
 #include <algorithm>
-#include <sstream>
-#include <stdexcept>
+#include <chrono>
 #include <string>
 #include <vector>
 
 namespace workbook::regression {
+
+// ---------------------------------------------------------------------------------------------
+// 1. The CPU twins: the four steps in float32, one function each, and the loop that calls them.
 namespace {
 
-constexpr int kThreads = 256;         // threads per block in every kernel here
-constexpr int kItemsPerThread = 8;    // first reduction pass: about this many terms per thread
+// Float32 sum as the CPU version computes it: 8 lanes (vectorizable) over blocks of 4096 terms,
+// then the block totals in order. Deterministic, and its error stays far below the tolerances.
+template <class Term>
+float float_sum(std::int64_t n, Term term) {
+  constexpr std::int64_t kBlock = 4096;
+  float total = 0.0f;
+  for (std::int64_t start = 0; start < n; start += kBlock) {
+    const std::int64_t end = std::min(n, start + kBlock);
+    float lane[8] = {};
+    std::int64_t i = start;
+    for (; i + 8 <= end; i += 8) {
+      for (int j = 0; j < 8; ++j) lane[j] += term(i + j);
+    }
+    for (; i < end; ++i) lane[0] += term(i);
+    total += ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+  }
+  return total;
+}
+
+}  // namespace
+
+void forward_cpu(const float* x, float w, float b, float* pred, std::int64_t n) {
+  // A product and a sum (x86-64 without -mfma has no fused multiply-add; a libm fmaf call per
+  // element would cost more than the whole epoch). The kernel fuses them: 1 ulp apart at most.
+  for (std::int64_t i = 0; i < n; ++i) pred[i] = w * x[i] + b;
+}
+
+float mse_loss_cpu(const float* pred, const float* y, std::int64_t n) {
+  const float sum = float_sum(n, [&](std::int64_t i) {
+    const float r = pred[i] - y[i];
+    return r * r;
+  });
+  return sum / static_cast<float>(n);
+}
+
+void mse_backward_cpu(const float* pred, const float* y, const float* x, std::int64_t n, float* grad_w,
+                      float* grad_b) {
+  const float scale = 2.0f / static_cast<float>(n);  // d/dpred of mean((pred - y)^2)
+  *grad_w = scale * float_sum(n, [&](std::int64_t i) { return (pred[i] - y[i]) * x[i]; });
+  *grad_b = scale * float_sum(n, [&](std::int64_t i) { return pred[i] - y[i]; });
+}
+
+void sgd_step_cpu(float* param, float grad, float lr) { *param -= lr * grad; }
+
+TrainingResult train_cpu(const Dataset& data, const Config& config, const LossPrinter& print) {
+  const std::int64_t n = data.split.train;
+  const float lr = static_cast<float>(config.lr);
+  std::vector<float> pred(data.x.size());
+  float w = kInitialW, b = kInitialB;
+  TrainingResult r;
+  const auto start = std::chrono::steady_clock::now();
+  for (int epoch = 0; epoch < config.epochs; ++epoch) {
+    forward_cpu(data.x.data(), w, b, pred.data(), n);
+    const float loss = mse_loss_cpu(pred.data(), data.y.data(), n);
+    r.losses.push_back(loss);
+    if (is_divergent(loss, r.losses.front())) {
+      r.diverged_at = epoch;
+      break;
+    }
+    if (print && epoch % config.print_every == 0) print(epoch, loss);
+    float grad_w = 0.0f, grad_b = 0.0f;
+    mse_backward_cpu(pred.data(), data.y.data(), data.x.data(), n, &grad_w, &grad_b);
+    sgd_step_cpu(&w, grad_w, lr);
+    sgd_step_cpu(&b, grad_b, lr);
+  }
+  r.training_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (r.diverged_at) return r;
+  // The test loss: forward and loss on the last 20%, outside the timed loop.
+  forward_cpu(data.x.data() + n, w, b, pred.data() + n, data.split.test);
+  r.test_mse = mse_loss_cpu(pred.data() + n, data.y.data() + n, data.split.test);
+  r.w = w;
+  r.b = b;
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. The kernels, in the order autograd launches them, each followed by its launcher.
+namespace {
+
+constexpr int kThreads = 256;              // threads per block in every kernel here
+constexpr int kItemsPerThread = 8;         // first reduction pass: about this many terms per thread
 constexpr int kMaxReductionBlocks = 1024;  // one wave on an H100/H200 (132 SMs x 8 blocks)
 constexpr int kMaxElementwiseBlocks = 8192;
 
@@ -71,6 +162,17 @@ __global__ void mse_partials_kernel(const float* pred, const float* y, std::int6
   if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
 
+// Second pass of every reduction, one block: out[k] = scale * (sum of partials[k * blocks ..
+// k * blocks + blocks)), each thread taking a fixed strided set of partials, then the block tree.
+__global__ void finish_sums_kernel(const float* partials, int blocks, int sums, float scale, float* out) {
+  for (int k = 0; k < sums; ++k) {
+    float sum = 0.0f;
+    for (int j = threadIdx.x; j < blocks; j += blockDim.x) sum += partials[k * blocks + j];
+    sum = block_sum(sum);
+    if (threadIdx.x == 0) out[k] = sum * scale;
+  }
+}
+
 // First pass of the backward: dL/dpred_i = 2 r_i / n, so dL/dw = 2/n sum(r x) and dL/db = 2/n sum(r).
 // Both sums in one pass over pred, y and x; the 2/n is applied once, in the second pass.
 __global__ void mse_grad_partials_kernel(const float* pred, const float* y, const float* x, std::int64_t n,
@@ -91,17 +193,6 @@ __global__ void mse_grad_partials_kernel(const float* pred, const float* y, cons
   }
 }
 
-// Second pass, one block: out[k] = scale * (sum of partials[k * blocks .. k * blocks + blocks)),
-// each thread taking a fixed strided set of partials, then the fixed block tree.
-__global__ void finish_sums_kernel(const float* partials, int blocks, int sums, float scale, float* out) {
-  for (int k = 0; k < sums; ++k) {
-    float sum = 0.0f;
-    for (int j = threadIdx.x; j < blocks; j += blockDim.x) sum += partials[k * blocks + j];
-    sum = block_sum(sum);
-    if (threadIdx.x == 0) out[k] = sum * scale;
-  }
-}
-
 // torch.optim.SGD without momentum: p <- p - lr * grad, for w and b.
 __global__ void sgd_step_kernel(float* params, const float* grads, float lr) {
   const int j = threadIdx.x;
@@ -113,20 +204,6 @@ __global__ void sgd_step_kernel(float* params, const float* grads, float lr) {
 int reduction_blocks(std::int64_t n) {
   return static_cast<int>(
       std::max<std::int64_t>(1, std::min<std::int64_t>(ceil_div(n, kThreads * kItemsPerThread), kMaxReductionBlocks)));
-}
-
-ByteCount gpu_bytes_needed(std::int64_t points, int epochs) {
-  ByteCount need;
-  need.add(points, sizeof(float), 2);  // x, y
-  need.add(points, sizeof(float));  // predictions
-  need.add(noise_count(points), sizeof(float));  // the noise, while the data is made
-  need.add(2 * kMaxReductionBlocks + 2 + 2 + 1, sizeof(float));  // partials, params, grads, test MSE
-  need.add(epochs, sizeof(float));  // losses
-  return need;
-}
-
-void require_gpu_memory(std::int64_t points, int epochs) {
-  workbook::require_gpu_memory("--points " + std::to_string(points), gpu_bytes_needed(points, epochs));
 }
 
 void launch_forward(const float* x, const float* params, float* pred, std::int64_t n, cudaStream_t stream) {
@@ -155,6 +232,21 @@ void launch_mse_backward(const float* pred, const float* y, const float* x, std:
 void launch_sgd_step(float* params, const float* grads, float lr, cudaStream_t stream) {
   sgd_step_kernel<<<1, 32, 0, stream>>>(params, grads, lr);
   CUDA_CHECK_LAUNCH();
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. The GPU loop: the data made on the device once, then the four steps per epoch on one stream.
+ByteCount gpu_bytes_needed(std::int64_t points, int epochs) {
+  ByteCount need;
+  need.add(points, sizeof(float), 3);            // x, y, the predictions
+  need.add(noise_count(points), sizeof(float));  // the noise, while the data is made
+  need.add(2 * kMaxReductionBlocks + 2 + 2 + 1, sizeof(float));  // partials, params, grads, test MSE
+  need.add(epochs, sizeof(float));               // losses
+  return need;
+}
+
+void require_gpu_memory(std::int64_t points, int epochs) {
+  workbook::require_gpu_memory("--points " + std::to_string(points), gpu_bytes_needed(points, epochs));
 }
 
 GpuRegression::GpuRegression(const Config& config, cudaStream_t stream)
@@ -187,46 +279,30 @@ Dataset GpuRegression::copy_dataset() const {
   return d;
 }
 
-TrainingResult GpuRegression::train(const LossPrinter& print, StepTimes* steps) {
+TrainingResult GpuRegression::train(const LossPrinter& print) {
   NvtxRange range("train");
   const std::int64_t n = split_.train;
   const float lr = static_cast<float>(config_.lr);
   host_scalars_.data()[0] = kInitialW;
   host_scalars_.data()[1] = kInitialB;
   CUDA_CHECK(cudaMemcpyAsync(params_.data(), host_scalars_.data(), 2 * sizeof(float), cudaMemcpyHostToDevice, stream_));
-
-  // Five timestamps per epoch when timing the steps: before forward, after forward, loss, backward, step.
-  std::vector<Event> marks;
-  if (steps != nullptr) {
-    for (int i = 0; i < 5 * config_.epochs; ++i) marks.emplace_back(EventTiming::kEnabled);
-  }
-  auto mark = [&](int epoch, int k) {
-    if (steps != nullptr) marks[5 * epoch + k].record(stream_);
-  };
   Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled), losses_copied;
 
   TrainingResult r;
   int on_host = 0;  // losses [0, on_host) have been copied to host_losses_ and checked
   // Reads the losses copied so far and stops at the first divergent one.
   auto scan = [&](int up_to) {
-    for (; on_host < up_to; ++on_host) {
-      const double loss = host_losses_.data()[on_host];
-      r.losses.push_back(loss);
-      if (is_divergent(loss, r.losses.front())) {
-        r.diverged_at = on_host;
-        return;
-      }
+    for (; on_host < up_to && !r.diverged_at; ++on_host) {
+      r.losses.push_back(host_losses_.data()[on_host]);
+      if (is_divergent(r.losses.back(), r.losses.front())) r.diverged_at = on_host;
     }
   };
 
   start.record(stream_);
   int epoch = 0;
   for (; epoch < config_.epochs; ++epoch) {
-    mark(epoch, 0);
     launch_forward(x_.data(), params_.data(), pred_.data(), n, stream_);
-    mark(epoch, 1);
     launch_mse_loss(pred_.data(), y_.data(), n, partials_.data(), losses_.data() + epoch, stream_);
-    mark(epoch, 2);
     const bool print_now = epoch % config_.print_every == 0;
     if (print_now) {  // queued before the backward pass, so the GPU keeps working while the host reads
       CUDA_CHECK(cudaMemcpyAsync(host_losses_.data() + on_host, losses_.data() + on_host,
@@ -234,9 +310,7 @@ TrainingResult GpuRegression::train(const LossPrinter& print, StepTimes* steps) 
       losses_copied.record(stream_);
     }
     launch_mse_backward(pred_.data(), y_.data(), x_.data(), n, partials_.data(), grads_.data(), stream_);
-    mark(epoch, 3);
     launch_sgd_step(params_.data(), grads_.data(), lr, stream_);
-    mark(epoch, 4);
     if (print_now) {  // the loop's only host synchronization, as loss.item() is in PyTorch
       losses_copied.synchronize();
       scan(epoch + 1);
@@ -249,43 +323,181 @@ TrainingResult GpuRegression::train(const LossPrinter& print, StepTimes* steps) 
   r.training_ms = elapsed_ms(start, stop);
   if (r.diverged_at) return r;
 
-  const int run = epoch;
-  CUDA_CHECK(cudaMemcpyAsync(host_losses_.data() + on_host, losses_.data() + on_host, (run - on_host) * sizeof(float),
-                             cudaMemcpyDeviceToHost, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(host_losses_.data() + on_host, losses_.data() + on_host,
+                             (epoch - on_host) * sizeof(float), cudaMemcpyDeviceToHost, stream_));
   // The test loss, outside the timed loop: forward and loss on the last 20% of the points.
   launch_forward(x_.data() + n, params_.data(), pred_.data() + n, split_.test, stream_);
   launch_mse_loss(pred_.data() + n, y_.data() + n, split_.test, partials_.data(), test_mse_.data(), stream_);
   CUDA_CHECK(cudaMemcpyAsync(host_scalars_.data(), params_.data(), 2 * sizeof(float), cudaMemcpyDeviceToHost, stream_));
   CUDA_CHECK(cudaMemcpyAsync(host_scalars_.data() + 2, test_mse_.data(), sizeof(float), cudaMemcpyDeviceToHost, stream_));
   CUDA_CHECK(cudaStreamSynchronize(stream_));
-  scan(run);
+  scan(epoch);
   if (r.diverged_at) return r;
   r.w = host_scalars_.data()[0];
   r.b = host_scalars_.data()[1];
   r.test_mse = host_scalars_.data()[2];
-
-  if (steps != nullptr) {
-    std::vector<double> t[4];
-    for (int e = 0; e < run; ++e) {
-      for (int k = 0; k < 4; ++k) t[k].push_back(elapsed_ms(marks[5 * e + k], marks[5 * e + k + 1]));
-    }
-    *steps = StepTimes{median(t[0]), median(t[1]), median(t[2]), median(t[3])};
-  }
   return r;
 }
 
-double GpuRegression::copy_gbps() {
-  const std::size_t bytes = split_.train * sizeof(float);
-  Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
-  std::vector<double> ms;
-  for (int i = 0; i < 12; ++i) {
-    start.record(stream_);
-    CUDA_CHECK(cudaMemcpyAsync(pred_.data(), x_.data(), bytes, cudaMemcpyDeviceToDevice, stream_));
-    stop.record(stream_);
-    stop.synchronize();
-    if (i >= 2) ms.push_back(elapsed_ms(start, stop));  // the first two are warm-up
+}  // namespace workbook::regression
+
+// ---------------------------------------------------------------------------------------------
+// 4. The program: the data, the float64 reference, the reported run checked against it, then the
+//    timed runs, then one table. (linear_regression_bench and the tests link everything above.)
+#ifndef WORKBOOK_LESSON_LIBRARY
+#include "cli.h"
+#include "gpu_probe.h"
+#include "program.h"
+#include "regression_cli.h"
+#include "report.h"
+#include "stats.h"
+#include "table.h"
+
+#include <cmath>
+#include <iomanip>
+#include <optional>
+
+namespace {
+
+using namespace workbook;
+using namespace workbook::regression;
+
+// One of the two implementations, on the data it trains on: the GPU's own (made there) or the host's.
+struct Trainer {
+  const Config& config;
+  GpuRegression* gpu;  // null: the CPU twins
+  const Dataset& data;
+  TrainingResult train(const LossPrinter& print = {}) const {
+    return gpu != nullptr ? gpu->train(print) : train_cpu(data, config, print);
   }
-  return 2.0 * bytes / (median(ms) * 1e6);
+};
+
+// Warm-up, then timed runs of the whole loop (loss reads included, as in the PyTorch loop). The
+// GPU's reductions are deterministic: every repeat must give the bits of the reported run.
+Stats time_training(const Trainer& trainer, const TrainingResult& reported, bool quick, Report& report) {
+  NvtxRange range("timed runs");
+  const bool gpu = trainer.gpu != nullptr;
+  const int warmup = gpu ? 2 : 1;
+  const int timed = quick ? 2 : gpu ? 10 : 3;
+  std::vector<double> ms;
+  for (int i = 0; i < warmup + timed; ++i) {
+    const TrainingResult t = trainer.train();
+    if (i >= warmup) ms.push_back(t.training_ms);
+    if (gpu) report.check(t.w == reported.w && t.b == reported.b, "a repeated GPU run gave different bits for w, b");
+  }
+  return summarize(ms);
 }
 
-}  // namespace workbook::regression
+int run(int argc, char** argv) {
+  CLI::App app{"Chapter 04: the article's PyTorch linear-regression loop, one CUDA kernel per step"};
+  CommonOptions common;
+  add_common_options(app, common, DeviceFlag::kNone);
+  DeviceChoice device;
+  app.add_option_function<std::string>(
+         "--device", [&device](const std::string& text) { device = parse_device(text, CpuDevice::kAllowed); },
+         "cpu, N, cuda or cuda:N (as torch.device; default cuda:0)")
+      ->type_name("DEVICE");
+  Config config;
+  add_problem_options(app, config);
+  if (auto code = parse_command_line(app, argc, argv)) return *code;
+  if (common.quick && app.count("--points") == 0) config.points = 20'011;  // odd, not a block multiple
+  if (common.quick && app.count("--epochs") == 0) config.epochs = 60;
+  validate(config);
+
+  // The device first, so that "no GPU" (77), a bad index (2) or too little memory (1) is the
+  // program's only line.
+  std::string device_name = "CPU (one core)";
+  if (!device.cpu) {
+    use_device(device.index);
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device.index));
+    device_name = prop.name;
+    require_gpu_memory(config.points, config.epochs);
+  }
+  Report report("linear_regression", common.json);
+  std::ostream& out = report.out();
+  const Split split = split_of(config.points);
+  out << "linear_regression: y = w*X + b by full-batch SGD, " << config.points << " points (" << split.train
+      << " train, " << split.test << " test), " << config.epochs << " epochs, lr " << config.lr << ", noise "
+      << config.noise << " (seed " << config.seed << ")\n"
+      << "device: " << device.name() << " (" << device_name << "); data made on the " << (device.cpu ? "host" : "GPU")
+      << ": X = i * 2e-6, y = 0.7 X + 0.3" << (config.noise > 0 ? " + noise" : "") << "\n";
+
+  // 1. The data (on the GPU for cuda, the reference reads it back) and the float64 reference.
+  std::optional<Stream> stream;  // none for the CPU version: it must run without a driver
+  std::optional<GpuRegression> gpu;
+  Dataset data;
+  if (device.cpu) {
+    data = make_dataset_cpu(config);
+  } else {
+    stream.emplace();
+    gpu.emplace(config, stream->get());
+    data = gpu->copy_dataset();
+  }
+  const Trainer trainer{config, gpu ? &*gpu : nullptr, data};
+  const TrainingResult want = train_reference(data, config);
+  if (!want.diverged_at) {
+    out << std::setprecision(9) << "reference (float64 recurrence on the same float32 data): w " << want.w << ", b "
+        << want.b << "\n";
+  }
+
+  // 2. The reported run, its losses shown as training goes, as the article's loop prints them.
+  out << "training on " << device.name()
+      << (device.cpu ? " (float32, one function per step)\n" : " (float32; forward, loss, backward, step kernels)\n");
+  Table losses({{"epoch", ""}, {"loss", ""}});
+  const TrainingResult got = trainer.train([&](int epoch, double loss) {
+    out << "  epoch " << std::setw(4) << epoch << "  loss " << std::setprecision(7) << loss << "\n";
+    losses.add_row().set("epoch", epoch).set("loss", loss);
+  });
+  report.json()["losses"] = losses.json();
+
+  Table table({{"device", "device"}, {"implementation", ""}, {"device_name", ""}, {"points", ""},
+               {"train_points", ""}, {"test_points", ""}, {"epochs", ""}, {"lr", ""}, {"noise", ""}, {"seed", ""},
+               {"print_every", ""}, {"diverged_at", ""}, {"w", "w", 9}, {"b", "b", 9}, {"test_mse", "test MSE", 10},
+               {"w_error", "w err", 1, Column::Style::kScientific}, {"b_error", "b err", 1, Column::Style::kScientific},
+               {"loss_error", "loss err", 1, Column::Style::kScientific},
+               {"test_error", "test err", 1, Column::Style::kScientific}, {"check", "check"}, {"ms", "ms", 3},
+               {"min_ms", "min", 3}, {"max_ms", "max", 3}, {"repeats", "runs"}});
+  Table::Row& row = table.add_row().set("device", device.name()).set("implementation", device.cpu ? "cpu" : "cuda");
+  row.set("device_name", device_name).set("points", config.points).set("train_points", split.train);
+  row.set("test_points", split.test).set("epochs", config.epochs).set("lr", config.lr).set("noise", config.noise);
+  row.set("seed", config.seed).set("print_every", config.print_every);
+
+  // 3. The check: w, b and the test MSE, and the loss of every epoch, against the reference.
+  if (got.diverged_at) {
+    const int k = *got.diverged_at;
+    out << "diverged at epoch " << k << ": the loss "
+        << (std::isfinite(got.losses.at(k)) ? "grew past 1e10 times its first value" : "is no longer finite")
+        << "; no results to report (try a smaller --lr)\n";
+    row.set("diverged_at", k);
+    report.check(false, "diverged at epoch " + std::to_string(k));
+  } else if (want.diverged_at) {
+    report.check(false, "the float64 reference diverged at epoch " + std::to_string(*want.diverged_at) +
+                            " but the float32 run did not");
+  } else {
+    const Check c = check_against(got, want);
+    row.set("w", got.w).set("b", got.b).set("test_mse", got.test_mse).set("w_error", c.w).set("b_error", c.b);
+    row.set("loss_error", c.losses).set("test_error", c.test_mse).set("check", c.ok ? "ok" : "FAILED");
+    out << "checked against the reference: w, b to " << kParameterTolerance.rel << ", every epoch's loss and the test MSE to "
+        << kLossTolerance.rel << " (relative)\n";
+    report.check(c.ok, c.failure);
+  }
+
+  // 4. Time, only a run that passed: the whole epoch loop, warmed up, repeated.
+  if (report.passed()) {
+    const Stats t = time_training(trainer, got, common.quick, report);
+    row.set("ms", t.median).set("min_ms", t.min).set("max_ms", t.max).set("repeats", t.count);
+    out << "training time of " << config.epochs << " epochs (median of " << t.count << " runs, "
+        << (device.cpu ? "host clock" : "CUDA events; w and b bit-identical in every run") << "):\n";
+  }
+  table.print(out);
+  report.json().update(table.json().at(0));  // flat, as pytorch_regression.py writes its run
+  return report.finish();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return workbook::guarded_main("linear_regression", [&] { return run(argc, argv); });
+}
+#endif  // WORKBOOK_LESSON_LIBRARY

@@ -1,46 +1,60 @@
-// linear_regression.cuh: the GPU side of chapter 04, shaped like PyTorch's training loop: one kernel
-// for the forward pass, one reduction for the MSE loss, one for the two gradients, one SGD step.
+// linear_regression.cuh: what chapter 04's lesson (linear_regression.cu) offers its bench and its
+// tests: the CPU twins, one launcher per kernel, and the GPU training loop.
 //
 //   workbook::Stream stream;
 //   workbook::regression::require_gpu_memory(config.points, config.epochs);  // before allocating
 //   workbook::regression::GpuRegression gpu(config, stream.get());          // data made on the GPU
-//   TrainingResult got = gpu.train(print_loss, &step_times);
+//   TrainingResult got = gpu.train(print_loss);
 //
-// Host-only declarations with plain types: g++ compiles this header; the kernels live in the .cu.
+// Host-only declarations with plain types: g++ compiles this header. The problem itself (data,
+// float64 reference, tolerances, the check) is common/regression_problem.h, shared with 05 and 06.
 #pragma once
 
 #include "device_buffer.h"
 #include "gpu_memory.h"
-#include "regression.h"
+#include "regression_problem.h"
 
 #include <cuda_runtime_api.h>
 
-#include <cstddef>
 #include <cstdint>
+#include <functional>
 
 namespace workbook::regression {
 
-// GPU memory one run needs: x, y, the predictions, the noise while the data is made, the
-// reduction partials and the per-epoch losses.
-// The count saturates rather than wrapping for an absurd --points.
-ByteCount gpu_bytes_needed(std::int64_t points, int epochs);
+// Called with (epoch, loss) at every printed epoch (epoch % print_every == 0), as training goes.
+using LossPrinter = std::function<void(int epoch, double loss)>;
 
-// Throws GpuMemoryError (exit 1) with "--points N needs X MiB of GPU memory, but only Y MiB of
-// Z MiB are free on device D" when the current device cannot hold the run (common/gpu_memory.h).
-void require_gpu_memory(std::int64_t points, int epochs);
+// The CPU twins of the kernels, one per training step, in float32 like a float32 PyTorch model.
+void forward_cpu(const float* x, float w, float b, float* pred, std::int64_t n);
+float mse_loss_cpu(const float* pred, const float* y, std::int64_t n);
+void mse_backward_cpu(const float* pred, const float* y, const float* x, std::int64_t n, float* grad_w,
+                      float* grad_b);
+void sgd_step_cpu(float* param, float grad, float lr);
+
+// The CPU version of the loop, from w = 0.83, b = 0.7645; training_ms is host-clock time.
+TrainingResult train_cpu(const Dataset& data, const Config& config, const LossPrinter& print = {});
 
 // Blocks of the first reduction pass over n terms. It depends on n only, so the order of every
 // float addition, and with it every bit of w and b, is the same on any GPU and in every run.
 int reduction_blocks(std::int64_t n);
 
 // One launcher per kernel: grid math, launch, launch check. All asynchronous on `stream`.
-// params = {w, b} and grads = {dL/dw, dL/db} live on the device.
+// params = {w, b} and grads = {dL/dw, dL/db} live on the device; partials holds
+// 2 * reduction_blocks(n) floats.
 void launch_forward(const float* x, const float* params, float* pred, std::int64_t n, cudaStream_t stream);
 void launch_mse_loss(const float* pred, const float* y, std::int64_t n, float* partials, float* loss,
                      cudaStream_t stream);
 void launch_mse_backward(const float* pred, const float* y, const float* x, std::int64_t n, float* partials,
                          float* grads, cudaStream_t stream);
 void launch_sgd_step(float* params, const float* grads, float lr, cudaStream_t stream);
+
+// GPU memory one run needs: x, y, the predictions, the noise while the data is made, the
+// reduction partials and the per-epoch losses. Saturates rather than wrapping for an absurd N.
+ByteCount gpu_bytes_needed(std::int64_t points, int epochs);
+
+// Throws GpuMemoryError (exit 1) with "--points N needs X MiB of GPU memory, but only Y MiB of
+// Z MiB are free on device D" when the current device cannot hold the run (common/gpu_memory.h).
+void require_gpu_memory(std::int64_t points, int epochs);
 
 class GpuRegression {
  public:
@@ -52,12 +66,7 @@ class GpuRegression {
 
   // Runs the epoch loop from w = 0.83, b = 0.7645. The only host synchronization inside the loop
   // is the loss read every print_every epochs; training_ms is CUDA-event time of the whole loop.
-  // `steps`, when given, gets each step's median time (events between the kernels).
-  TrainingResult train(const LossPrinter& print = {}, StepTimes* steps = nullptr);
-
-  // A device-to-device copy of the training X (bytes read + written per ms): the bandwidth
-  // ceiling the memory-bound steps are measured against.
-  double copy_gbps();
+  TrainingResult train(const LossPrinter& print = {});
 
  private:
   Config config_;

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """plot_regression.py: chapter 04's figures and table from one benchmark run.
 
-Reads cuda.json, cpu.json, pytorch_cuda.json and pytorch_cpu.json (whichever exist) in RESULTS_DIR
-and writes loss_curves.png (the printed losses of each run), times.png (training time and the
+Reads cuda.json, cpu.json, pytorch_cuda.json and pytorch_cpu.json (whichever exist) in RESULTS_DIR,
+with the per-step times of cuda and cpu from linear_regression_bench's cuda_steps.json and
+cpu_steps.json (the PyTorch script times its steps itself), and writes loss_curves.png (the printed losses of each run), times.png (training time and the
 per-epoch time of each step) and summary.md (the README's table).
 
     python3 plot_regression.py RESULTS_DIR
@@ -29,7 +30,14 @@ def main(results):
         if os.path.exists(path):
             with open(path) as f:
                 j = json.load(f)
-            if "training_ms" in j:
+            if "ms" not in j:
+                continue
+            steps_path = os.path.join(results, key + "_steps.json")
+            if "steps" not in j and os.path.exists(steps_path):
+                with open(steps_path) as f:
+                    j["steps"] = json.load(f)["steps"]
+            if "steps" in j:
+                j["per_epoch_ms"] = {row["step"]: row["ms"] for row in j["steps"]}
                 runs.append((key, label, j))
     if not runs:
         print("no results to plot", file=sys.stderr)
@@ -50,7 +58,7 @@ def main(results):
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
     labels = [label for _, label, _ in runs]
-    times = [j["training_ms"]["median"] for _, _, j in runs]
+    times = [j["ms"] for _, _, j in runs]
     bars = left.barh(labels, times, color=["#8c8c8c", "#ee4c2c", "#6a9fd8", "#76b900"][: len(runs)])
     left.bar_label(bars, ["%.4g ms" % t for t in times])
     left.set_xscale("log")
@@ -70,16 +78,16 @@ def main(results):
     lines = ["| run | device | training time, median (min-max) | per epoch: forward / loss / backward / step (µs) "
              "| w | b | test MSE |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for _, label, j in runs:
-        t, s = j["training_ms"], j["per_epoch_ms"]
+        s = j["per_epoch_ms"]
         lines.append("| %s | %s | %.4g ms (%.4g-%.4g) | %s | %.9g | %.9g | %.6g |" % (
-            label, j["device_name"], t["median"], t["min"], t["max"],
+            label, j["device_name"], j["ms"], j["min_ms"], j["max_ms"],
             " / ".join("%.1f" % (s[k] * 1e3) for k in STEPS), j["w"], j["b"], j["test_mse"]))
     by_key = {key: j for key, _, j in runs}
     if "cuda" in by_key and "pytorch_cuda" in by_key:
         c, p = by_key["cuda"], by_key["pytorch_cuda"]
         lines.append("")
         lines.append("CUDA kernels vs PyTorch eager on the same GPU: %.2fx faster; |w - w_torch| / |w| = %.2g, "
-                     "|b - b_torch| / |b| = %.2g" % (p["training_ms"]["median"] / c["training_ms"]["median"],
+                     "|b - b_torch| / |b| = %.2g" % (p["ms"] / c["ms"],
                                                     abs(c["w"] - p["w"]) / abs(c["w"]),
                                                     abs(c["b"] - p["b"]) / abs(c["b"])))
     with open(os.path.join(results, "summary.md"), "w") as f:

@@ -103,11 +103,10 @@ def train(args, data, device, log=None, time_steps=False):
             result["test_mse"] = loss_fn(model(x_test), y_test).item()
         result["w"] = model.weight.item()
         result["b"] = model.bias.item()
-    if time_steps:
-        result["per_epoch_ms"] = {
-            name: statistics.median(timer.ms(a, b) for a, b in marks) for name, marks in steps.items()
-        }
-        result["per_epoch_ms"]["total"] = sum(result["per_epoch_ms"].values())
+    if time_steps:  # the rows linear_regression_bench writes: one per step, then the total
+        result["steps"] = [{"step": name, "ms": statistics.median(timer.ms(a, b) for a, b in marks)}
+                           for name, marks in steps.items()]
+        result["steps"].append({"step": "total", "ms": sum(row["ms"] for row in result["steps"])})
     return result
 
 
@@ -167,14 +166,13 @@ def main():
         warmup = 2 if device.type == "cuda" else 1
         repeats = args.repeats or (2 if args.quick else 10 if device.type == "cuda" else 3)
         times = [train(args, data, device)["training_ms"] for _ in range(warmup + repeats)][warmup:]
-        out["training_ms"] = {"median": statistics.median(times), "min": min(times), "max": max(times),
-                              "repeats": repeats}
+        out.update(ms=statistics.median(times), min_ms=min(times), max_ms=max(times), repeats=repeats)
         print(f"final: w {result['w']:.9g}, b {result['b']:.9g}, test MSE {result['test_mse']:.9g}", file=log)
-        print(f"training time, {args.epochs} epochs: {out['training_ms']['median']:.4g} ms median "
+        print(f"training time, {args.epochs} epochs: {out['ms']:.4g} ms median "
               f"(min {min(times):.4g}, max {max(times):.4g}) over {repeats} runs after {warmup} warm-up", file=log)
         print("per-epoch time of each step (median over the epochs of the first run):", file=log)
-        for k, v in result["per_epoch_ms"].items():
-            print(f"  {k:10s}{v:10.4f} ms", file=log)
+        for row in result["steps"]:
+            print(f"  {row['step']:10s}{row['ms']:10.4f} ms", file=log)
         out.update(passed=True, failures=[])
         code = 0
     if args.json:

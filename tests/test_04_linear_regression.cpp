@@ -3,7 +3,6 @@
 // on the GPU at boundary sizes; [pytorch] compares the CUDA run with the PyTorch script.
 #include "gpu_support.h"
 #include "linear_regression.cuh"
-#include "regression.h"
 #include "exit_codes.h"
 #include "stream.h"
 
@@ -141,11 +140,10 @@ TEST_CASE("CPU version at the article's size matches the float64 reference") {
   const Config config;  // 5M points, 200 epochs, lr 0.01
   const Dataset d = make_dataset_cpu(config);
   const TrainingResult want = train_reference(d, config);
-  StepTimes steps;
-  const TrainingResult got = train_cpu(d, config, {}, &steps);
+  const TrainingResult got = train_cpu(d, config);
   require_matches_reference(got, want, config);
   CHECK(rel(got.w, want.w) < 1e-6);  // the measured margin is about 100x (README)
-  CHECK(steps.total() > 0.0);
+  CHECK(got.training_ms > 0.0);
 }
 
 TEST_CASE("divergence at lr = 1.0 is caught at the same epoch by the reference and the CPU version") {
@@ -167,12 +165,40 @@ TEST_CASE("program --device cpu: PASS, JSON with the PyTorch script's fields") {
   CHECK(last_line(r.out) == "PASS");
   CHECK_THAT(r.out, ContainsSubstring("epoch   10  loss"));
   const nlohmann::json j = read_json(json);
-  for (const char* key : {"w", "b", "test_mse", "losses", "training_ms", "per_epoch_ms", "points", "epochs", "lr"}) {
+  for (const char* key : {"w", "b", "test_mse", "losses", "ms", "min_ms", "max_ms", "points", "epochs", "lr"}) {
     CAPTURE(key);
     CHECK(j.contains(key));
   }
   CHECK(j["losses"].size() == 6);  // 60 epochs, printed every 10
-  CHECK(j["per_epoch_ms"].contains("backward"));
+  CHECK(j["losses"][1]["epoch"] == 10);
+  CHECK(j["check"] == "ok");
+}
+
+TEST_CASE("bench --device cpu: each step's time per epoch, checked first") {
+  const std::string json = temp_path("cpu_steps.json");
+  const ProgramResult r = run_program({WORKBOOK_BENCH_PROGRAM, "--device", "cpu", "--quick", "--json", json});
+  REQUIRE(r.exit_code == 0);
+  CHECK(last_line(r.out) == "PASS");
+  CHECK_THAT(r.out, ContainsSubstring("checked against the float64 reference"));
+  const nlohmann::json steps = read_json(json)["steps"];
+  REQUIRE(steps.size() == 5);
+  CHECK(steps[2]["step"] == "backward");
+  CHECK(steps[4]["step"] == "total");
+  CHECK(steps[2]["ms"].get<double>() > 0.0);
+  CHECK(steps[2].contains("gbps"));
+  CHECK_FALSE(steps[3].contains("gbps"));  // the SGD step moves no array
+
+  const ProgramResult diverged = run_program({WORKBOOK_BENCH_PROGRAM, "--device", "cpu", "--epochs", "10", "--lr", "1.0"});
+  CHECK(diverged.exit_code == 1);
+  CHECK_THAT(last_line(diverged.out), StartsWith("FAIL: diverged at epoch"));
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--points", "1"}, {"--device", "gpu"}, {"--sweep"}}) {
+    std::vector<std::string> argv{WORKBOOK_BENCH_PROGRAM};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProgramResult bad = run_program(argv);
+    CAPTURE(args, bad.err);
+    CHECK(bad.exit_code == 2);
+    CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+  }
 }
 
 TEST_CASE("program: bad input is one line and exit 2, divergence is exit 1 without NaN") {
@@ -234,9 +260,7 @@ TEST_CASE("GPU training matches the reference and the host data at boundary size
   CHECK(d.x == make_dataset_cpu(config).x);  // bit for bit: same float32 operations
   CHECK(d.y == make_dataset_cpu(config).y);
   const TrainingResult want = train_reference(d, config);
-  StepTimes steps;
-  const TrainingResult got = gpu.train({}, &steps);
-  CHECK(steps.total() > 0.0);
+  const TrainingResult got = gpu.train();
   require_matches_reference(got, want, config);
   require_matches_reference(train_cpu(d, config), want, config);
   const TrainingResult again = gpu.train();
@@ -285,6 +309,13 @@ TEST_CASE("program on the GPU: PASS, divergence, out-of-memory and bad index", "
   CHECK(ok.exit_code == 0);
   CHECK(last_line(ok.out) == "PASS");
   CHECK(read_json(json)["implementation"] == "cuda");
+  CHECK(read_json(json)["repeats"] == 2);
+
+  const std::string steps = temp_path("cuda_steps.json");
+  const ProgramResult bench = run_program({WORKBOOK_BENCH_PROGRAM, "--quick", "--json", steps});
+  CHECK(bench.exit_code == 0);
+  CHECK(read_json(steps)["steps"].size() == 5);
+  CHECK(read_json(steps)["copy_gbps"].get<double>() > 0.0);
 
   const ProgramResult diverged = run_program({WORKBOOK_PROGRAM, "--lr", "1.0"});
   CHECK(diverged.exit_code == 1);
