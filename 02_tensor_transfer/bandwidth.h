@@ -1,4 +1,5 @@
-// bandwidth.h: the arithmetic of a transfer benchmark (pure functions, testable without a GPU).
+// bandwidth.h: the arithmetic of the bench's sweep and pinning cost (pure functions, testable
+// without a GPU; bench_transfer.cpp uses them, the lesson does not).
 //
 //   for (std::size_t bytes : transfer::transfer_sizes(4 << 10, 64 << 20)) ...  // 4 KiB, 8 KiB, ...
 //   workbook::Repeats r = transfer::repeats_for(bytes, 20);                      // fewer for big copies
@@ -6,6 +7,7 @@
 #pragma once
 
 #include "event_timer.h"
+#include "host_memory.h"  // kKiB, kMiB, kGiB
 
 #include <cstddef>
 #include <optional>
@@ -13,10 +15,6 @@
 #include <vector>
 
 namespace transfer {
-
-inline constexpr std::size_t kKiB = std::size_t{1} << 10;
-inline constexpr std::size_t kMiB = std::size_t{1} << 20;
-inline constexpr std::size_t kGiB = std::size_t{1} << 30;
 
 bool is_power_of_two(std::size_t n);
 

@@ -3,25 +3,34 @@
 #
 #   02_tensor_transfer/benchmark.sh [BUILD_DIR [RESULTS_DIR]]
 #
-# Runs tensor_transfer (default mode: 4 KiB .. 1 GiB) and pytorch_transfer.py one after the other
-# (never at once: they would share the PCIe link), then draws transfer_bandwidth.png. Text output,
-# JSON and the PNG land in RESULTS_DIR. About 30 s on an H200. BUILD_DIR defaults to
-# build/02_tensor_transfer, RESULTS_DIR to 02_tensor_transfer/results; without a usable GPU: one
-# line saying why, exit 77.
+# Runs, one after the other (never at once: they would share the PCIe link), the lesson
+# (tensor_transfer: a 256 MiB random tensor, copies of 64 MiB, non_blocking), the bench
+# (tensor_transfer_bench: copies of 4 KiB .. 1 GiB, the cost of pinning) and pytorch_transfer.py,
+# then draws transfer_bandwidth.png from the bench's and PyTorch's JSON. Text output, JSON and the
+# PNG land in RESULTS_DIR. About 40 s on an H200. BUILD_DIR defaults to build/02_tensor_transfer,
+# RESULTS_DIR to 02_tensor_transfer/results; without a usable GPU: one line saying why, exit 77.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
 source "$here/../common/benchmark_start.sh" 02_tensor_transfer tensor_transfer "$@"
+program=$build/tensor_transfer
+bench=$build/tensor_transfer_bench
+if [[ ! -x $bench ]]; then
+  echo "02_tensor_transfer/benchmark.sh: $bench must exist: build first (cmake --build --preset default)" >&2
+  exit 2
+fi
 mkdir -p "$results"
 
 status=0
-"$build/tensor_transfer" --json "$results/tensor_transfer.json" >"$results/tensor_transfer.txt" 2>&1 || status=$?
+"$program" --json "$results/tensor_transfer.json" >"$results/tensor_transfer.txt" 2>&1 || status=$?
 cat "$results/tensor_transfer.txt"
+"$bench" --json "$results/tensor_transfer_bench.json" >"$results/tensor_transfer_bench.txt" 2>&1 || status=$?
+cat "$results/tensor_transfer_bench.txt"
 PYTHONUNBUFFERED=1 python3 "$here/pytorch_transfer.py" --json "$results/pytorch_transfer.json" \
   >"$results/pytorch_transfer.txt" 2>&1 || status=$?
 cat "$results/pytorch_transfer.txt"
-if [[ -f $results/tensor_transfer.json && -f $results/pytorch_transfer.json ]]; then
-  python3 "$here/plot_transfer.py" "$results/tensor_transfer.json" "$results/pytorch_transfer.json" \
+if [[ -f $results/tensor_transfer_bench.json && -f $results/pytorch_transfer.json ]]; then
+  python3 "$here/plot_transfer.py" "$results/tensor_transfer_bench.json" "$results/pytorch_transfer.json" \
     "$results/transfer_bandwidth.png" | tee "$results/comparison.txt" || status=$?
 fi
 exit "$status"

@@ -16,6 +16,10 @@
 
 namespace transfer {
 
+inline constexpr std::size_t kKiB = std::size_t{1} << 10;
+inline constexpr std::size_t kMiB = std::size_t{1} << 20;
+inline constexpr std::size_t kGiB = std::size_t{1} << 30;
+
 enum class HostMemory { kPageable, kPinned, kRegistered };
 
 inline constexpr HostMemory kAllHostMemoryKinds[] = {HostMemory::kPageable, HostMemory::kPinned,

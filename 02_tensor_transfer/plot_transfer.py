@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""plot_transfer.py: bandwidth vs copy size from tensor_transfer's and pytorch_transfer.py's JSON.
+"""plot_transfer.py: bandwidth vs copy size from tensor_transfer_bench's and pytorch_transfer.py's JSON.
 
-    python3 plot_transfer.py tensor_transfer.json pytorch_transfer.json transfer_bandwidth.png
+    python3 plot_transfer.py tensor_transfer_bench.json pytorch_transfer.json transfer_bandwidth.png
 
-Draws H2D and D2H GB/s against size for the three kinds of host memory (tensor_transfer) and for
+Draws H2D and D2H GB/s against size for the three kinds of host memory (tensor_transfer_bench) and for
 PyTorch's pinned non_blocking copy, then prints the chapter's targets, judged on the same run.
 """
 import json
@@ -45,7 +45,7 @@ def versus_pytorch(ours, theirs):
 
 def main():
     parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("cpp_json", metavar="tensor_transfer.json")
+    parser.add_argument("cpp_json", metavar="tensor_transfer_bench.json")
     parser.add_argument("torch_json", metavar="pytorch_transfer.json")
     parser.add_argument("png", metavar="OUT.png")
     args = parser.parse_args()

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""pytorch_transfer.py: the measurements of tensor_transfer, made through PyTorch.
+"""pytorch_transfer.py: what tensor_transfer and tensor_transfer_bench measure, made through PyTorch.
 
-    python3 pytorch_transfer.py                  # 4 KiB .. 1 GiB, as tensor_transfer does
+    python3 pytorch_transfer.py                  # 4 KiB .. 1 GiB, as tensor_transfer_bench does
     python3 pytorch_transfer.py --quick          # up to 64 MiB (what the test runs)
-    python3 pytorch_transfer.py --json out.json  # the same JSON fields as tensor_transfer
+    python3 pytorch_transfer.py --json out.json  # the bench's JSON fields (random_tensor, bandwidth,
+                                                 # pinning) and the lesson's steps (tensor, non_blocking,
+                                                 # memory) as objects of their own
 
 Same sizes, same timing method (CUDA events around each repeat, warm-up, median; the host clock
 with a synchronize where the host's own work is part of the cost), same checks (every copied size

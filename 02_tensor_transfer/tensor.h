@@ -9,7 +9,7 @@
 // The metadata (shape, dtype, device) is a small host object, exactly as in PyTorch; only the
 // elements live where the device says. Device index -1 is the host, as Tensor.get_device()
 // returns for CPU tensors; 0, 1, ... are GPUs. Copies here are synchronous (non_blocking=False);
-// main.cpp shows the asynchronous kind on raw buffers.
+// tensor_transfer.cu shows the asynchronous kind on raw buffers.
 #pragma once
 
 #include "host_memory.h"
