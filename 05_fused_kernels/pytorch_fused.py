@@ -20,17 +20,14 @@ CSV columns and JSON fields, plus the per-step breakdown of eager at --breakdown
 import argparse
 import csv
 import json
-import math
 import os
 import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 from workbook_cli import Parser, integer, name_list, number, size, size_list  # noqa: E402  (cli.h's flag rules)
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "04_linear_regression"))
-import pytorch_regression as base  # noqa: E402  (chapter 04's data and step-timed eager loop)
+from regression_torch import Timer, make_data, train as train_eager  # noqa: E402  (chapter 04's data, timer, eager loop)
 
 torch = needs("torch")
 nn = needs("torch.nn")
@@ -128,26 +125,6 @@ class Graph:
         return ms, self.model, losses
 
 
-class Timer:
-    def __init__(self, device):
-        self.cuda = device.type == "cuda"
-        if self.cuda:
-            torch.cuda.synchronize()
-
-    def mark(self):
-        if self.cuda:
-            e = torch.cuda.Event(enable_timing=True)
-            e.record()
-            return e
-        return time.perf_counter()
-
-    def ms(self, a, b):
-        if self.cuda:
-            b.synchronize()
-            return a.elapsed_time(b)
-        return (b - a) * 1e3
-
-
 MODES = ("eager", "graph", "compile", "cpu")
 
 
@@ -211,7 +188,7 @@ def main():
     rows, failures = [], []
     for points in sizes:
         lr = sweep_lr(args.lr, points)
-        gpu_data = base.make_data(points, 0.0, 0, torch.device("cuda"))
+        gpu_data = make_data(points, 0.0, 0, torch.device("cuda"))
         x, y = gpu_data[0], gpu_data[1]
         want_w, want_b, want_losses = reference(x, y, args.epochs, lr)
         for mode in modes:
@@ -251,10 +228,11 @@ def main():
                                                               "max": r["max_ms"], "repeats": r["repeats"]})
                                            for r in rows]}
     if args.breakdown_points:  # chapter 04's step-timed eager loop: forward, loss, backward, step
-        data = base.make_data(args.breakdown_points, 0.0, 0, torch.device("cuda"))
+        data = make_data(args.breakdown_points, 0.0, 0, torch.device("cuda"))
         ns = argparse.Namespace(epochs=args.epochs, lr=sweep_lr(args.lr, args.breakdown_points), print_every=10)
-        base.train(ns, data, torch.device("cuda"))  # warm-up
-        steps = base.train(ns, data, torch.device("cuda"), time_steps=True)["per_epoch_ms"]
+        train_eager(ns, data, torch.device("cuda"))  # warm-up
+        step_rows = train_eager(ns, data, torch.device("cuda"), time_steps=True)["steps"]
+        steps = {row["step"]: row["ms"] for row in step_rows}
         out["per_epoch_ms"] = {"eager": steps, "points": args.breakdown_points}
         print("eager per-epoch steps at", args.breakdown_points, "points:",
               ", ".join(f"{k} {v * 1e3:.1f} us" for k, v in steps.items()))

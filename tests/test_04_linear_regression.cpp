@@ -3,6 +3,7 @@
 // on the GPU at boundary sizes; [pytorch] compares the CUDA run with the PyTorch script.
 #include "gpu_support.h"
 #include "linear_regression.cuh"
+#include "regression_support.h"
 #include "exit_codes.h"
 #include "stream.h"
 
@@ -25,20 +26,6 @@ using namespace workbook::testing;
 namespace {
 
 double rel(double got, double want) { return std::fabs(got - want) / std::fabs(want); }
-
-// got matches the float64 reference within the chapter's tolerances (w, b, printed losses, test MSE).
-void require_matches_reference(const TrainingResult& got, const TrainingResult& want, const Config& config) {
-  REQUIRE_FALSE(got.diverged_at);
-  REQUIRE_FALSE(want.diverged_at);
-  CAPTURE(got.w, want.w, got.b, want.b);
-  CHECK(within(got.w, want.w, kParameterTolerance));
-  CHECK(within(got.b, want.b, kParameterTolerance));
-  CHECK(within(got.test_mse, want.test_mse, kLossTolerance));
-  for (int e : printed_epochs(config.epochs, config.print_every)) {
-    CAPTURE(e, got.losses.at(e), want.losses.at(e));
-    CHECK(within(got.losses.at(e), want.losses.at(e), kLossTolerance));
-  }
-}
 
 // A tiny well-conditioned problem: x = 0..3 train, x = 4 test, y = 0.7 x + 0.3 exactly.
 Dataset tiny_dataset() {
@@ -141,7 +128,7 @@ TEST_CASE("CPU version at the article's size matches the float64 reference") {
   const Dataset d = make_dataset_cpu(config);
   const TrainingResult want = train_reference(d, config);
   const TrainingResult got = train_cpu(d, config);
-  require_matches_reference(got, want, config);
+  require_matches_reference(got, want);
   CHECK(rel(got.w, want.w) < 1e-6);  // the measured margin is about 100x (README)
   CHECK(got.training_ms > 0.0);
 }
@@ -261,8 +248,8 @@ TEST_CASE("GPU training matches the reference and the host data at boundary size
   CHECK(d.y == make_dataset_cpu(config).y);
   const TrainingResult want = train_reference(d, config);
   const TrainingResult got = gpu.train();
-  require_matches_reference(got, want, config);
-  require_matches_reference(train_cpu(d, config), want, config);
+  require_matches_reference(got, want);
+  require_matches_reference(train_cpu(d, config), want);
   const TrainingResult again = gpu.train();
   CHECK(again.w == got.w);  // deterministic reductions: bit-identical
   CHECK(again.b == got.b);
@@ -286,7 +273,7 @@ TEST_CASE("GPU: bit-identical across instances; cuRAND noise equals the host gen
   const Comparison c = compare(on_gpu.y, on_host.y, Tolerance{1e-6, 1e-6});
   CAPTURE(c.summary());
   CHECK(c.ok());
-  require_matches_reference(a, train_reference(on_gpu, config), config);
+  require_matches_reference(a, train_reference(on_gpu, config));
 }
 
 TEST_CASE("GPU divergence stops the loop at the reference's epoch", "[gpu]") {

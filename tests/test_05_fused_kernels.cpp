@@ -11,6 +11,7 @@
 #include "fused_kernels.cuh"
 #include "gpu_support.h"
 #include "regression_problem.h"
+#include "regression_support.h"
 #include "stream.h"
 #include "sweep.h"
 
@@ -45,13 +46,6 @@ std::string refusal(const std::function<void()>& f) {
     return e.what();
   }
   return "accepted";
-}
-
-void require_matches_reference(const TrainingResult& got, const TrainingResult& want) {
-  REQUIRE_FALSE(want.diverged_at);
-  const regression::Check c = regression::check_against(got, want);  // 04's tolerances, every epoch
-  CAPTURE(got.w, want.w, got.b, want.b, c.failure);
-  CHECK(c.ok);
 }
 
 }  // namespace
