@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
 # benchmark.sh [BUILD_DIR [RESULTS_DIR]]: chapter 03's full measurement on a GPU machine.
 #
-# Runs streams_events (default workload, JSON and a Chrome trace; its speed targets judged in
-# targets.txt), the PyTorch version with the same calibrated iteration count (so both run the same
-# compute workload), the side-by-side comparison, the --drop-wait bug (expected to FAIL), the
-# variants the README discusses, and renders the trace to timeline.png. Everything lands in
-# RESULTS_DIR (default 03_streams_events/results; BUILD_DIR: build/03_streams_events). Without a
-# usable GPU: one line saying why, exit 77.
+# Runs streams_events (default workload, JSON; its speed targets judged in targets.txt), then with
+# the same calibrated iteration count streams_events_bench (the Chrome trace) and the PyTorch
+# version (so all run the same compute workload), the side-by-side comparison, the --drop-wait bug
+# (expected to FAIL), the variants the README discusses, and renders the trace to timeline.png.
+# Everything lands in RESULTS_DIR (default 03_streams_events/results; BUILD_DIR:
+# build/03_streams_events). Without a usable GPU: one line saying why, exit 77.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
 source "$here/../common/benchmark_start.sh" 03_streams_events streams_events "$@"
 mkdir -p "$results"
 program=$build/streams_events
+bench=$build/streams_events_bench
+if [[ ! -x $bench ]]; then
+  echo "03_streams_events/benchmark.sh: $bench must exist: build first (cmake --build --preset default)" >&2
+  exit 2
+fi
 
 # A failed check is reported (exit status in the log) but does not stop the other measurements.
-"$program" --json "$results/streams_events.json" --trace "$results/trace.json" | tee "$results/streams_events.txt" ||
+"$program" --json "$results/streams_events.json" | tee "$results/streams_events.txt" ||
   echo "streams_events exit status: $?" | tee -a "$results/streams_events.txt"
 
 # The speed targets of the asynchrony, waits and calibration sections, judged on this run (the
@@ -49,6 +54,9 @@ print(w)' "$results/streams_events.json" "$@"
 }
 iterations=$(workload iterations)
 iterations_slower_copy=$(workload calibration iterations_for_slower_copy)
+# The timeline of the same workload: K = 4 and the article's two streams, traced.
+"$bench" --iterations "$iterations" --trace "$results/trace.json" --json "$results/timeline.json" |
+  tee "$results/timeline.txt" || echo "streams_events_bench exit status: $?" | tee -a "$results/timeline.txt"
 PYTHONUNBUFFERED=1 python3 "$here/pytorch_streams.py" --iterations "$iterations" \
   --json "$results/pytorch_streams.json" | tee "$results/pytorch_streams.txt" ||
   echo "pytorch_streams.py exit status: $?" | tee -a "$results/pytorch_streams.txt"

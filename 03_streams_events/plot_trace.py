@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""plot_trace.py: draw the Chrome trace written by `streams_events --trace FILE` as a PNG timeline.
+"""plot_trace.py: draw the Chrome trace written by `streams_events_bench --trace FILE` as a PNG timeline.
 
     python3 plot_trace.py trace.json timeline.png ["title"]
 
@@ -22,7 +22,7 @@ COLOURS = {"copy_in": "#4c72b0", "compute": "#dd8452", "copy_out": "#55a868", "d
            "step": "#8172b3"}
 LABELS = {"copy_in": "H2D copy", "compute": "compute kernel", "copy_out": "D2H copy", "delay": "late producer",
           "step": "update / SGD step"}
-DEFAULT_TITLE = "streams_events --trace: CUDA event timestamps per stream"
+DEFAULT_TITLE = "streams_events_bench --trace: CUDA event timestamps per stream"
 
 
 def load(path):
@@ -66,7 +66,8 @@ def main(trace_path, png_path, title=DEFAULT_TITLE):
 
 if __name__ == "__main__":
     parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("trace", metavar="TRACE.json", help="written by streams_events or fused_kernels --trace")
+    parser.add_argument("trace", metavar="TRACE.json",
+                        help="written by streams_events_bench or fused_kernels_bench --trace")
     parser.add_argument("png", metavar="OUT.png")
     parser.add_argument("title", metavar="TITLE", nargs="?", default=DEFAULT_TITLE)
     args = parser.parse_args()

@@ -72,7 +72,7 @@ def parse_args():
         a.streams = [1, 2, 4] if quick else [1, 2, 4, 8]
     if a.repeats is None:
         a.repeats = 3 if quick else 20
-    # The C++ program's ranges (03_streams_events/main.cpp).
+    # The C++ program's ranges (finish_workload_options in workload.cpp, parse in streams_events.cu).
     for flag, value, low, high in (("--chunks", a.chunks, 1, 4096), ("--chunk-elements", a.chunk_elements, 1, 1 << 28),
                                    ("--chunks x --chunk-elements", a.chunks * a.chunk_elements, 1, 1 << 30),
                                    ("--iterations", a.iterations, 0, 1_000_000), ("--repeats", a.repeats, 1, 1000),

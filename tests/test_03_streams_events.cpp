@@ -1,13 +1,13 @@
 // test_03_streams_events.cpp: chapter 03 (streams, events, overlap, the cost of waiting).
 //
-// cpu:     the ideal-bound and efficiency arithmetic and the calibration target, the Chrome trace
-//          writer, the CPU twin, and flag validation (bad flags exit 2 before any CUDA call).
+// cpu:     the ideal-bound and efficiency arithmetic and the calibration target, the CPU twin, and
+//          flag validation of the lesson and the bench (bad flags exit 2 before any CUDA call;
+//          without a GPU both exit 77).
 // gpu:     every schedule gives the serial result bit for bit; --drop-wait is caught (FAIL, exit 1)
-//          while the normal run passes; a launch returns before the GPU is done; --trace output;
-//          the calibration targets both copies at once.
+//          while the normal run passes; a launch returns before the GPU is done; the calibration
+//          targets both copies at once; the bench's --trace output.
 // pytorch: pytorch_streams.py --quick runs and writes the same JSON fields.
 #include "overlap_bound.h"
-#include "pipeline.h"
 #include "streams_events.cuh"
 
 #include "device_buffer.h"
@@ -135,6 +135,20 @@ TEST_CASE("transform_cpu: y <- decay * y + x, one rounding per step") {
   for (std::size_t i = 0; i < in.size(); ++i) CHECK(out[i] == transform_cpu(in[i], 10));
 }
 
+namespace {
+
+void check_usage_error(const std::string& program, const std::vector<std::string>& args, const std::string& message) {
+  std::vector<std::string> argv{program};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CAPTURE(argv);
+  const ProgramResult r = run_program(argv);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, ContainsSubstring(message));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+}  // namespace
+
 TEST_CASE("flags: bad values exit 2 with a one-line reason, before any CUDA call") {
   const auto [args, message] = GENERATE(table<std::vector<std::string>, std::string>({
       {{"--streams", "1,0"}, "--streams must be at least 1, got 0"},
@@ -143,7 +157,6 @@ TEST_CASE("flags: bad values exit 2 with a one-line reason, before any CUDA call
       {{"--chunk-elements", "0"}, "--chunk-elements must be at least 1, got 0"},
       {{"--iterations", "-1"}, "--iterations must be at least 0, got -1"},
       {{"--repeats", "0"}, "--repeats must be at least 1, got 0"},
-      {{"--trace-streams", "0"}, "--trace-streams must be at least 1, got 0"},
       {{"--producer-delay-us", "0"}, "--producer-delay-us must be at least 1, got 0"},
       {{"--chunks", "4096", "--chunk-elements", "1000000"}, "must be at most"},
       {{"--streams", "two"}, "--streams: 'two' is not a whole number"},
@@ -154,18 +167,25 @@ TEST_CASE("flags: bad values exit 2 with a one-line reason, before any CUDA call
       {{"--streams", "2K"}, "--streams: '2K' is not a whole number"},
       {{"--chunk-elements", "1X"}, "--chunk-elements: '1X' is not a size"},
       {{"--chunk-elements", "1G"}, "--chunk-elements must be at most 268435456, got 1000000000"},
-      {{"--trace-streams", "2"}, "--trace-streams needs --trace FILE"},
-      {{"--trace", ""}, "--trace needs a file name"},
+      {{"--trace", "t.json"}, "--trace"},  // the trace is the bench's (streams_events_bench)
       {{"--device", "cuda:x"}, "--device must be N, cuda or cuda:N"},
       {{"--no-such-flag"}, "--no-such-flag"},
   }));
-  std::vector<std::string> argv{WORKBOOK_PROGRAM};
-  argv.insert(argv.end(), args.begin(), args.end());
-  CAPTURE(argv);
-  const ProgramResult r = run_program(argv);
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, ContainsSubstring(message));
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  check_usage_error(WORKBOOK_PROGRAM, args, message);
+}
+
+TEST_CASE("bench flags: bad values exit 2 with a one-line reason, before any CUDA call") {
+  const auto [args, message] = GENERATE(table<std::vector<std::string>, std::string>({
+      {{"--trace-streams", "0"}, "--trace-streams must be at least 1, got 0"},
+      {{"--trace-streams", "65"}, "--trace-streams must be at most 64, got 65"},
+      {{"--trace", ""}, "--trace needs a file name"},
+      {{"--chunks", "0"}, "--chunks must be at least 1, got 0"},
+      {{"--chunk-elements", "1X"}, "--chunk-elements: '1X' is not a size"},
+      {{"--iterations", "-1"}, "--iterations must be at least 0, got -1"},
+      {{"--streams", "2"}, "--streams"},  // the lesson's table of K, not the bench's
+      {{"--device", "cuda:x"}, "--device must be N, cuda or cuda:N"},
+  }));
+  check_usage_error(WORKBOOK_BENCH_PROGRAM, args, message);
 }
 
 TEST_CASE("flags: K and M sizes and every device form are accepted; without a GPU that is exit 77") {
@@ -182,11 +202,26 @@ TEST_CASE("flags: K and M sizes and every device form are accepted; without a GP
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }
 
+TEST_CASE("bench flags: without a GPU the bench exits 77 with one line") {
+  const ProgramResult r =
+      run_program({WORKBOOK_BENCH_PROGRAM, "--quick", "--trace-streams", "3", "--chunk-elements", "64K"},
+                  {{"CUDA_VISIBLE_DEVICES", ""}});
+  CHECK(r.exit_code == 77);
+  CHECK_THAT(r.err, StartsWith("streams_events_bench needs a CUDA GPU: "));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
 TEST_CASE("flags: --help exits 0 and names the chapter's flags") {
   const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--help"});
   CHECK(r.exit_code == 0);
-  for (const char* flag : {"--streams", "--chunks", "--iterations", "--trace", "--drop-wait", "--quick", "--json"}) {
+  for (const char* flag :
+       {"--streams", "--chunks", "--iterations", "--drop-wait", "--producer-delay-us", "--quick", "--json"}) {
     CHECK_THAT(r.out, ContainsSubstring(flag));
+  }
+  const ProgramResult bench = run_program({WORKBOOK_BENCH_PROGRAM, "--help"});
+  CHECK(bench.exit_code == 0);
+  for (const char* flag : {"--trace", "--trace-streams", "--chunks", "--iterations", "--quick", "--json"}) {
+    CHECK_THAT(bench.out, ContainsSubstring(flag));
   }
 }
 
@@ -323,12 +358,20 @@ TEST_CASE("calibration: compute is matched to both copies at once, not to the sl
   std::remove(json.c_str());
 }
 
-TEST_CASE("trace flag: one event per operation and one track per stream", "[gpu]") {
+TEST_CASE("bench trace flag: one event per operation and one track per stream", "[gpu]") {
   const std::string trace = temp_path("trace.json");
-  const ProgramResult r =
-      run_program({WORKBOOK_PROGRAM, "--quick", "--chunks", "5", "--trace", trace, "--trace-streams", "3"});
+  const std::string json = temp_path("bench.json");
+  const ProgramResult r = run_program(
+      {WORKBOOK_BENCH_PROGRAM, "--quick", "--chunks", "5", "--trace", trace, "--trace-streams", "3", "--json", json});
   skip_if_no_gpu(r);
+  INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
+  CHECK(last_line(r.out) == "PASS");
+  const nlohmann::json summary = read_json(json);
+  CHECK(summary["trace"]["operations"] == 2 * 3 * 5);
+  REQUIRE(summary["tracks"].size() == 5);
+  for (const auto& track : summary["tracks"]) CHECK(track["busy_ms"].get<double>() > 0.0);
+  std::remove(json.c_str());
   const nlohmann::json t = read_json(trace);
   std::size_t complete = 0;
   std::set<int> tracks_used, tracks_named;

@@ -1,0 +1,127 @@
+// results.cpp: the printed lines and the JSON of chapter 03's results (see results.h).
+#include "results.h"
+
+#include "cuda_check.h"
+#include "format.h"
+
+#include <algorithm>
+#include <ostream>
+
+namespace streams_events {
+
+using workbook::format;
+using workbook::Stats;
+
+CopyEngines report_device(int device, workbook::Report& report) {
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  report.out() << "device " << device << ": " << prop.name << ", " << prop.asyncEngineCount
+               << " copy engine(s), concurrent kernels: " << (prop.concurrentKernels ? "yes" : "no") << "\n";
+  report.json()["device"] = prop.name;
+  report.json()["async_engine_count"] = prop.asyncEngineCount;
+  return copy_engines_from_count(prop.asyncEngineCount);
+}
+
+void report_workload(const Batch& b, const std::optional<Calibration>& c, workbook::Report& report) {
+  const double total_bytes = static_cast<double>(b.total_elements() * sizeof(float));
+  std::ostream& out = report.out();
+  out << format("workload: %d chunks x %zu floats (%.1f MiB each, %.0f MiB in all), pinned host memory\n", b.chunks,
+                b.chunk_elements, b.chunk_bytes() / 1048576.0, total_bytes / 1048576.0);
+  out << format("compute stage: %d dependent multiply-adds per element%s\n", b.iterations,
+                c ? " (calibrated: as long as both copies at once)" : "");
+  nlohmann::json& w = report.json()["workload"];
+  w = {{"chunks", b.chunks}, {"chunk_elements", b.chunk_elements}, {"chunk_bytes", b.chunk_bytes()},
+       {"total_bytes", total_bytes}, {"iterations", b.iterations}, {"iterations_calibrated", c.has_value()}};
+  if (!c) return;
+  out << format("  (calibration: H2D %.3f ms and D2H %.3f ms alone, %.3f ms at once; matching the slower copy "
+                "alone would take %d)\n",
+                c->copies.copy_in_ms, c->copies.copy_out_ms, c->copies.copies_together_ms,
+                c->iterations_for_slower_copy);
+  w["calibration"] = {{"target", "both copies at once"},
+                      {"target_ms", c->target_ms},
+                      {"h2d_ms", c->copies.copy_in_ms},
+                      {"d2h_ms", c->copies.copy_out_ms},
+                      {"copies_together_ms", c->copies.copies_together_ms},
+                      {"iterations_for_slower_copy", c->iterations_for_slower_copy}};
+}
+
+void report_stages(const Stages& t, CopyEngines engines, int chunks, workbook::Report& report) {
+  auto ms = [](const Stats& s) { return format("%8.3f ms (min %.3f, max %.3f)", s.median, s.min, s.max); };
+  const StageTimes alone = t.medians();
+  std::ostream& out = report.out();
+  out << "stages, each alone over the whole batch:\n";
+  out << "  H2D copy     " << ms(t.copy_in) << format("  %6.1f GB/s\n", t.h2d_gbps);
+  out << "  compute      " << ms(t.compute) << format("  %6.0f GFLOP/s\n", t.compute_gflops);
+  out << "  D2H copy     " << ms(t.copy_out) << format("  %6.1f GB/s\n", t.d2h_gbps);
+  out << "  H2D and D2H at once " << ms(t.copies_together) << "\n";
+  out << "  serial (one stream, stage after stage) " << ms(t.serial) << "\n";
+  out << format("bound from the stages alone: (%.3f + %.3f + %.3f) / %.3f = %.2fx  (%s)\n", alone.copy_in_ms,
+                alone.compute_ms, alone.copy_out_ms, ideal_time_ms(alone, engines), ideal_speedup(alone, engines),
+                engines == CopyEngines::kOnePerDirection ? "a copy engine per direction: the busiest stage"
+                                                         : "one copy engine: both copies are one stage");
+  out << format("bound with both copies measured at once: %.3f / max(%.3f, %.3f) = %.2fx  <- efficiency below\n",
+                alone.sum_ms(), alone.compute_ms, alone.copies_together_ms, duplex_speedup(alone));
+  out << format("  (%d chunks also cost a fill and a drain: at best %.2fx)\n\n", chunks,
+                alone.sum_ms() / pipeline_floor_ms(alone, chunks));
+  nlohmann::json& j = report.json();
+  j["stages"] = {{"h2d_ms", json_of(t.copy_in)}, {"compute_ms", json_of(t.compute)}, {"d2h_ms", json_of(t.copy_out)},
+                 {"h2d_gbps", t.h2d_gbps}, {"d2h_gbps", t.d2h_gbps}, {"compute_gflops", t.compute_gflops},
+                 {"copies_both_directions_ms", json_of(t.copies_together)}};
+  j["serial_ms"] = json_of(t.serial);
+  j["bound"] = {{"copy_engines_per_direction", engines == CopyEngines::kOnePerDirection},
+                {"stages_alone_ms", ideal_time_ms(alone, engines)},
+                {"stages_alone_speedup", ideal_speedup(alone, engines)},
+                {"copies_together_ms", duplex_time_ms(alone)},
+                {"copies_together_speedup", duplex_speedup(alone)},
+                {"fill_drain_ms", pipeline_floor_ms(alone, chunks)},
+                {"fill_drain_speedup", alone.sum_ms() / pipeline_floor_ms(alone, chunks)}};
+}
+
+nlohmann::json json_of(const workbook::Stats& s) { return {{"median", s.median}, {"min", s.min}, {"max", s.max}}; }
+
+void report_reference_check(const workbook::Comparison& c, workbook::Report& report) {
+  report.out() << "check: serial GPU result vs CPU twin on " << c.checked << " sampled elements: "
+               << (c.ok() ? "match" : "MISMATCH") << format(" (worst |error| %g)\n", c.worst_error);
+  if (!c.ok()) report.out() << c.summary();
+  report.json()["reference_check"] = {
+      {"sampled", c.checked}, {"mismatches", c.mismatches}, {"worst_error", c.worst_error}};
+}
+
+void report_ordering(const OrderingCheck& o, const Batch& few, const float* want, workbook::Report& report) {
+  std::ostream& out = report.out();
+  out << format("ordering check: producer %d us late per chunk, destination poisoned with NaN, %s\n",
+                o.producer_delay_us,
+                o.waits_dropped ? "cudaStreamWaitEvent DROPPED (--drop-wait)"
+                                : "compute stream waits on each copy's event");
+  out << format("  %zu of %zu elements were read before their copy landed\n", o.stale_elements, o.checked_elements);
+  for (int c = 0; c < std::min(few.chunks, 3); ++c) {
+    out << format("  chunk %d, element 0: got %g, want %g\n", c, few.host_out[few.offset(c)], want[few.offset(c)]);
+  }
+  report.json()["ordering_check"] = {{"waits_dropped", o.waits_dropped}, {"producer_delay_us", o.producer_delay_us},
+                                     {"checked_elements", o.checked_elements}, {"stale_elements", o.stale_elements}};
+}
+
+void report_asynchrony(const Asynchrony& a, long long kernel_ns, workbook::Report& report) {
+  std::ostream& out = report.out();
+  out << format("\nasynchrony: a %.0f ms kernel\n", kernel_ns / 1e6);
+  out << format("  launch returned to the host after  %9.1f us   (GPU still busy: %s)\n", a.launch_us.median,
+                a.returned_before_done ? "yes" : "no");
+  out << format("  reading its result blocked the host %8.3f ms   (kernel ran %.3f ms)\n\n", a.read_blocked_ms.median,
+                a.kernel_ms.median);
+  report.json()["asynchrony"] = {{"kernel_ms", json_of(a.kernel_ms)}, {"launch_us", json_of(a.launch_us)},
+                                 {"read_blocked_ms", json_of(a.read_blocked_ms)},
+                                 {"returned_before_done", a.returned_before_done}};
+}
+
+void report_waits(const Waits& w, workbook::Report& report) {
+  report.out() << format("\nwaiting for stream A's %.1f ms job while stream B runs a %.1f ms one (host blocked, "
+                         "median):\n", w.short_job_ms, w.long_job_ms);
+  nlohmann::json methods = nlohmann::json::array();
+  for (const Wait& m : w.methods) {
+    report.out() << format("  %-31s %10.1f us   %s\n", m.call, m.blocked_us.median, m.what);
+    methods.push_back({{"call", m.call}, {"blocked_us", json_of(m.blocked_us)}});
+  }
+  report.json()["waits"] = {{"short_job_ms", w.short_job_ms}, {"long_job_ms", w.long_job_ms}, {"methods", methods}};
+}
+
+}  // namespace streams_events
