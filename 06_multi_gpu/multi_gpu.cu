@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <future>
+#include <iomanip>
 #include <memory>
 
 namespace workbook::multi_gpu {
@@ -388,6 +389,10 @@ void report_run(const ParallelRun& run, const regression::Config& c, std::future
     report.check(v.ok, run.mode + ": " + v.failure);
   } else {
     out << "one GPU: skipped: " << why_not << "\n";
+  }
+  out << "losses (rank 0, read after training; every --print-every epochs):\n";
+  for (int e : regression::printed_epochs(static_cast<int>(run.losses.size()), c.print_every)) {
+    out << "  epoch " << std::setw(4) << e << "  loss " << std::setprecision(7) << run.losses[e] << "\n";
   }
   out << "time per epoch (slowest rank, median of " << run.slowest().training_ms.count
       << " timed runs, CUDA events): " << format("%.2f", run.slowest().epoch_us) << " us\n";
