@@ -58,8 +58,10 @@ StepTimes gpu_step_times(const Config& config, cudaStream_t stream) {
     launch_make_data(x.data(), y.data(), noise.data(), config.noise, 0, config.points, stream);
     CUDA_CHECK(cudaStreamSynchronize(stream));  // before the noise is freed
   }
+  // On `stream`: a non-blocking stream does not wait for the legacy stream plain cudaMemcpy uses.
   const float initial[2] = {kInitialW, kInitialB};
-  CUDA_CHECK(cudaMemcpy(params.data(), initial, sizeof initial, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpyAsync(params.data(), initial, sizeof initial, cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
 
   std::vector<Event> marks;
   for (int i = 0; i < 5 * config.epochs; ++i) marks.emplace_back(EventTiming::kEnabled);
