@@ -184,8 +184,14 @@ void sweep(const Config& base, const std::vector<std::int64_t>& sizes, const std
       return regression::train_reference(data, config);
     });
     for (const Variant v : variants) {
-      if (!run.gpu->supports(v) && runs.empty()) {  // the same for every size: the GPU decides
-        skipped.push_back({{"variant", static_cast<int>(v)}, {"name", variant_name(v)}, {"skipped", run.gpu->skip_reason(v)}});
+      // Each reason once: the GPU's (variant 7 without clusters) holds at every size; variant 8's
+      // "does not fit on chip" names the size's megabytes, so each size too large says it.
+      const std::string why = run.gpu->skip_reason(v);
+      const bool said = std::any_of(skipped.begin(), skipped.end(), [&](const nlohmann::json& k) {
+        return k["variant"] == static_cast<int>(v) && k["skipped"] == why;
+      });
+      if (!why.empty() && !said) {
+        skipped.push_back({{"variant", static_cast<int>(v)}, {"name", variant_name(v)}, {"skipped", why}, {"points", points}});
       }
       if (!run.gpu->supports(v) || (v == Variant::kAtomic && points > kAtomicSweepCap)) continue;
       run.first.emplace_back(v, run.gpu->train(v));

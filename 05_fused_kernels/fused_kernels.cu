@@ -222,6 +222,7 @@ FusedTraining::FusedTraining(const Config& config, cudaStream_t stream)
   CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount, device));
   capability_ = device_compute_capability(device);  // tests may lower it: see compute_capability.h
   probe_clusters();  // variant 7: persistent_kernels.cu
+  probe_on_chip();   // variant 8: persistent_kernels.cu
   NvtxRange range("make data");
   require_gpu_memory("--points " + std::to_string(config.points), bytes_needed(config));
   x_ = DeviceBuffer<float>(config.points);
@@ -234,6 +235,7 @@ FusedTraining::FusedTraining(const Config& config, cudaStream_t stream)
   losses_ = DeviceBuffer<float>(config.epochs);
   test_mse_ = DeviceBuffer<float>(1);
   done_count_ = DeviceBuffer<unsigned>(1);
+  on_chip_partials_ = DeviceBuffer<float>(2 * 3 * static_cast<std::size_t>(std::max(1, on_chip_.blocks)));
   CUDA_CHECK(cudaMemsetAsync(done_count_.data(), 0, done_count_.bytes(), stream_));
   CUDA_CHECK(cudaMemsetAsync(partials_.data(), 0, partials_.bytes(), stream_));
   CUDA_CHECK(cudaMemsetAsync(atomic_slots_.data(), 0, atomic_slots_.bytes(), stream_));
@@ -252,6 +254,7 @@ ByteCount FusedTraining::bytes_needed(const Config& config) {
   if (config.noise > 0.0) need.add(regression::noise_count(config.points), sizeof(float));
   need.add(3 * std::max(kMaxUnfusedBlocks, multiprocessors * kBlocksPerSm) + kAtomicSlots * kSlotStride + 5,
            sizeof(float));
+  need.add(2 * 3 * multiprocessors * (2048 / kOnChipThreads), sizeof(float));  // variant 8's partials, at most
   return need.add(config.epochs, sizeof(float));
 }
 
@@ -368,6 +371,7 @@ void FusedTraining::epoch(Variant v, int epoch) {
     case Variant::kStreams: return streams_epoch(epoch);
     case Variant::kGraph:       // replays variant 4's epochs: train() launches the graph
     case Variant::kPersistent:  // all epochs in one launch: persistent_all_epochs()
+    case Variant::kOnChip:      // all epochs in one launch: on_chip_all_epochs()
       break;
   }
   throw std::logic_error(std::string("epoch(): variant ") + variant_name(v) + " has no single epoch");
@@ -394,6 +398,8 @@ TrainingResult FusedTraining::train(Variant v) {
     CUDA_CHECK(cudaGraphLaunch(graph_exec_, stream_));
   } else if (v == Variant::kPersistent) {
     persistent_all_epochs();
+  } else if (v == Variant::kOnChip) {
+    on_chip_all_epochs();
   } else {
     for (int e = 0; e < config_.epochs; ++e) epoch(v, e);
   }
@@ -441,6 +447,7 @@ LaunchShape FusedTraining::shape(Variant v) const {
                                    multiprocessors_ * kBlocksPerSm / kStreamCount)),
               kThreads, kStreamCount + 1};
     case Variant::kPersistent: return {cluster_blocks(), kClusterThreads, 0};
+    case Variant::kOnChip: return {on_chip_.blocks, kOnChipThreads, 0};
   }
   return {};
 }
@@ -508,6 +515,11 @@ int run(int argc, char** argv) {
       << "\ndevice: " << describe_device(common.device) << "\n";
   Stream stream;
   FusedTraining gpu(config, stream.get());
+  const OnChipCapacity& room = gpu.on_chip_capacity();
+  out << std::setprecision(3) << "on chip (variant 8): " << room.blocks << " blocks x " << kOnChipThreads
+      << " threads hold " << room.register_bytes / 1e6 << " MB in registers + " << room.shared_bytes / 1e6
+      << " MB in shared memory = " << room.points() << " training points; this run's " << split.train << " need "
+      << 8 * split.train / 1e6 << " MB\n";
 
   // 1. The reference, then every variant's first run checked against it.
   const TrainingResult want = regression::train_reference(gpu.copy_dataset(), config);

@@ -37,17 +37,20 @@ enum class Variant {
   kGraph = 5,        // variant 4, every epoch captured into one CUDA graph
   kStreams = 6,      // the article's split over K streams, joined with events before the update
   kPersistent = 7,   // one launch for all epochs: a thread-block cluster with a cluster barrier (cc 9.0+)
+  kOnChip = 8,       // one cooperative launch for all epochs on every SM, the data kept on chip
 };
-inline constexpr int kVariantCount = 7;
+inline constexpr int kVariantCount = 8;
 inline constexpr int kStreamCount = 4;      // variant 6: the article's four streams
 inline constexpr int kClusterThreads = 512;  // variant 7: threads per block of the cluster
+inline constexpr int kOnChipThreads = 512;   // variant 8: threads per block, one block per SM
+inline constexpr int kOnChipRegisterFloat4 = 8;  // variant 8: float4s of x and of y each thread keeps in registers
 
 std::vector<Variant> all_variants();
 const char* variant_name(Variant v);  // "unfused", "atomic", ...
 std::string label(Variant v);         // "4 last_block"
 // Variants whose float additions run in an order fixed by n and the GPU: bit-identical reruns.
 bool is_deterministic(Variant v);
-// "all" or a comma-separated list of 1..7 ("1,3,7"). Throws UsageError naming --variant.
+// "all" or a comma-separated list of 1..8 ("1,3,7"). Throws UsageError naming --variant.
 std::vector<Variant> parse_variants(const std::string& text);
 
 // The flags both programs of the chapter take: the problem's (common/regression_cli.h), and
@@ -72,9 +75,20 @@ double us_per_epoch(int epochs, double ms);
 
 // How a variant launches for a given size: what the report prints and the tests reason with.
 struct LaunchShape {
-  int blocks = 0;              // blocks of the main kernel (per stream for variant 6; the cluster for 7)
+  int blocks = 0;              // blocks of the main kernel (per stream for 6; the cluster for 7; the grid for 8)
   int threads = 0;             // threads per block
   int launches_per_epoch = 0;  // kernel launches the host issues per epoch (0: one launch in all)
+};
+
+// Variant 8's room: how many training points the GPU can hold on chip for all epochs, from its
+// SM count, the blocks of the kernel that fit on an SM, and the registers and shared memory each
+// block keeps the data in. Bytes count x and y (8 per point).
+struct OnChipCapacity {
+  int blocks = 0;                      // co-resident blocks of the cooperative launch (0: no cooperative launch)
+  std::int64_t register_bytes = 0;     // x and y held in registers, the whole grid
+  std::int64_t shared_bytes = 0;       // x and y held in shared memory, the whole grid
+  std::int64_t bytes() const { return register_bytes + shared_bytes; }
+  std::int64_t points() const { return bytes() / 8; }
 };
 
 // Variant 6's segments: K contiguous pieces, each a multiple of 4 points long (16-byte aligned).
@@ -120,6 +134,8 @@ class FusedTraining {
   void last_block_epoch(int epoch);                        // variants 4, 5
   void streams_epoch(int epoch);                           // variant 6
   void persistent_all_epochs();                            // variant 7
+  void on_chip_all_epochs();                               // variant 8
+  const OnChipCapacity& on_chip_capacity() const { return on_chip_; }
   void epoch(Variant v, int epoch);                        // one epoch of variants 1-4 and 6
 
   Segment segment(int k) const;  // variant 6's k-th piece of the training points
@@ -131,6 +147,8 @@ class FusedTraining {
  private:
   void capture_graph();
   void probe_clusters();  // sets cluster_code_arch_ and max_cluster_
+  void probe_on_chip();   // sets on_chip_ and on_chip_shared_max_
+  std::int64_t on_chip_shared_bytes() const;  // dynamic shared memory per block the data needs
   int cluster_blocks() const;
 
   Config config_;
@@ -141,7 +159,10 @@ class FusedTraining {
   ComputeCapability capability_;
   int cluster_code_arch_ = 0;  // __CUDA_ARCH__ / 10 of variant 7's kernel as loaded (90 on Hopper builds)
   int max_cluster_ = 0;        // 0: no clusters on this GPU
+  OnChipCapacity on_chip_;
+  std::int64_t on_chip_shared_max_ = 0;  // dynamic shared memory per block variant 8 may use
   DeviceBuffer<float> x_, y_, pred_, partials_, grads_, atomic_slots_, params_, losses_, test_mse_;
+  DeviceBuffer<float> on_chip_partials_;  // variant 8: 2 epochs x 3 sums x its blocks
   DeviceBuffer<unsigned> done_count_;
   std::vector<Stream> side_streams_;
   std::vector<Event> side_done_;

@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "cuda_check.h"
+#include "format.h"
 #include "regression_cli.h"
 
 #include <algorithm>
@@ -26,6 +27,14 @@ Dataset FusedTraining::copy_dataset() const {
 }
 
 std::string FusedTraining::skip_reason(Variant v) const {
+  if (v == Variant::kOnChip) {
+    if (on_chip_.blocks == 0) return "needs cooperative launch (cudaDevAttrCooperativeLaunch), which this GPU lacks";
+    const std::int64_t need = 8 * train_points_;
+    if (on_chip_shared_bytes() > on_chip_shared_max_) {
+      return format("does not fit on chip: %.1f MB needed, %.1f MB available", need / 1e6, on_chip_.bytes() / 1e6);
+    }
+    return "";
+  }
   if (v != Variant::kPersistent || max_cluster_ > 0) return "";
   if (!capability_.at_least(9, 0)) {
     return "needs thread-block clusters and distributed shared memory, compute capability 9.0 (Hopper) or newer; "
@@ -68,6 +77,7 @@ const char* variant_name(Variant v) {
     case Variant::kGraph: return "graph";
     case Variant::kStreams: return "streams";
     case Variant::kPersistent: return "persistent";
+    case Variant::kOnChip: return "on_chip";
   }
   return "?";
 }
@@ -92,7 +102,7 @@ std::vector<Variant> parse_variants(const std::string& text) {
 
 void add_ladder_options(CLI::App& app, LadderOptions& o, const std::string& repeats_help) {
   regression::add_problem_options(app, o.config);
-  app.add_option("--variant", o.variant_list, "all, or a list of 1-7 (e.g. 1,4,7)")->type_name("V");
+  app.add_option("--variant", o.variant_list, "all, or a list of 1-8 (e.g. 1,4,8)")->type_name("V");
   app.add_option("--repeats", o.repeats, repeats_help)->type_name("R");
   add_size_option(app, "--copy-mib", o.copy_mib, "size in MiB of the device-to-device copy that gives the ceiling");
 }

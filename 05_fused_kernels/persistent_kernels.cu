@@ -1,9 +1,12 @@
 // persistent_kernels.cu: chapter 05's second story. Variants 1-6 (fused_kernels.cu) launch at
 // least once per epoch, so the host and the launch path set a floor of a few microseconds an
-// epoch. Variant 7 launches once for every epoch: the blocks stay resident and meet at a barrier
-// each epoch instead of at a kernel boundary. A barrier across blocks is only safe when every
-// block is resident at once; a thread-block cluster (Hopper, compute capability 9.0) guarantees
-// that for up to 16 blocks, and lets them read each other's shared memory.
+// epoch. Variants 7 and 8 launch once for every epoch: the blocks stay resident and meet at a
+// barrier each epoch instead of at a kernel boundary. A barrier across blocks is only safe when
+// every block is resident at once. A thread-block cluster (Hopper, compute capability 9.0)
+// guarantees that for up to 16 blocks, and lets them read each other's shared memory (variant 7);
+// a cooperative launch guarantees it for as many blocks as fit on the GPU at once (variant 8),
+// and with every SM's registers and shared memory the training set itself fits on chip: after
+// the first epoch, no epoch reads X or y from DRAM.
 #include "fused_kernels.cuh"
 
 #include "cuda_check.h"
@@ -100,6 +103,91 @@ __global__ void __launch_bounds__(kClusterThreads)
 #endif
 }
 
+// Variant 8: every epoch in one cooperative launch, one block per SM (as many as fit at once:
+// the occupancy API says how many). Block k owns a contiguous slice of the training float4s; it
+// loads the slice once, the first kOnChipThreads x kOnChipRegisterFloat4 float4s of x and of y
+// into registers (thread t holds float4s t, t + T, ...) and the rest into dynamic shared memory,
+// and never reads X or y from memory again. The last n % 4 points go to threads 0..2 of block 0.
+// Per epoch: each block's three sums go to partials row (epoch % 2), one grid-wide barrier, then
+// every block adds all blocks' partials with the same code in the same order, so every block
+// holds the same bits of w and b without a second barrier. A row is written again two epochs
+// later, after the next barrier, which every reader of it has passed.
+__global__ void __launch_bounds__(kOnChipThreads, 1)
+    on_chip_kernel(const float* __restrict__ x, const float* __restrict__ y, std::int64_t n, float* params,
+                   float* losses, float* partials, int epochs, float lr, float inv_n, float two_inv_n) {
+  constexpr int kRegs = kOnChipRegisterFloat4;
+  cg::grid_group grid = cg::this_grid();
+  extern __shared__ float4 on_chip_data[];  // the slice's x float4s beyond the registers, then its y float4s
+  __shared__ float new_wb[2];
+  const int blocks = static_cast<int>(gridDim.x);
+  const int t = static_cast<int>(threadIdx.x);
+  const std::int64_t n4 = n / 4;
+  constexpr std::int64_t kRegisterFloat4s = kOnChipThreads * kRegs;  // per block
+  const std::int64_t per_block = (n4 + blocks - 1) / blocks;  // float4s per block (the last may have fewer)
+  const std::int64_t first = blockIdx.x * per_block;
+  const std::int64_t left = n4 - first;
+  const std::int64_t count = left <= 0 ? 0 : left < per_block ? left : per_block;
+  const std::int64_t in_registers = count < kRegisterFloat4s ? count : kRegisterFloat4s;
+  const int in_shared = static_cast<int>(count - in_registers);
+  const int shared_stride = per_block > kRegisterFloat4s ? static_cast<int>(per_block - kRegisterFloat4s) : 0;
+  const float4* x4 = reinterpret_cast<const float4*>(x) + first;
+  const float4* y4 = reinterpret_cast<const float4*>(y) + first;
+  float4* xs = on_chip_data;
+  float4* ys = on_chip_data + shared_stride;
+
+  // The only reads of X and y from memory in this launch.
+  float4 xr[kRegs], yr[kRegs];
+#pragma unroll
+  for (int k = 0; k < kRegs; ++k) {
+    const int j = t + k * kOnChipThreads;
+    const bool mine = j < in_registers;
+    xr[k] = mine ? x4[j] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    yr[k] = mine ? y4[j] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+  for (int j = t; j < in_shared; j += kOnChipThreads) {
+    xs[j] = x4[in_registers + j];
+    ys[j] = y4[in_registers + j];
+  }
+  const std::int64_t tail = 4 * n4 + t;
+  const bool has_tail = blockIdx.x == 0 && tail < n;
+  const float x_tail = has_tail ? x[tail] : 0.0f;
+  const float y_tail = has_tail ? y[tail] : 0.0f;
+  __syncthreads();  // the shared slice is written
+
+  float w = params[0];
+  float b = params[1];
+  for (int epoch = 0; epoch < epochs; ++epoch) {
+    Sums s{0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int k = 0; k < kRegs; ++k) {
+      if (t + k * kOnChipThreads < in_registers) accumulate4(xr[k], yr[k], w, b, s);
+    }
+    for (int j = t; j < in_shared; j += kOnChipThreads) accumulate4(xs[j], ys[j], w, b, s);
+    if (has_tail) accumulate(x_tail, y_tail, w, b, s);
+    s = block_sums<kOnChipThreads>(s);
+    float* row = partials + (epoch & 1) * 3 * blocks;
+    if (t == 0) {
+      row[blockIdx.x] = s.rr;
+      row[blocks + blockIdx.x] = s.rx;
+      row[2 * blocks + blockIdx.x] = s.r;
+    }
+    grid.sync();  // every block's partials are written and visible to every block
+    const Sums total = reduce_partials<kOnChipThreads>(row, blocks, blocks);  // the same order everywhere
+    if (t == 0) {
+      if (blockIdx.x == 0) losses[epoch] = total.rr * inv_n;
+      new_wb[0] = w - lr * (total.rx * two_inv_n);
+      new_wb[1] = b - lr * (total.r * two_inv_n);
+    }
+    __syncthreads();
+    w = new_wb[0];
+    b = new_wb[1];
+  }
+  if (blockIdx.x == 0 && t == 0) {
+    params[0] = w;
+    params[1] = b;
+  }
+}
+
 // A launch of a kernel on a cluster of `blocks` blocks (one cluster: the whole grid).
 cudaLaunchConfig_t cluster_launch(int blocks, cudaLaunchAttribute* attr, cudaStream_t stream) {
   attr->id = cudaLaunchAttributeClusterDimension;
@@ -150,6 +238,53 @@ void FusedTraining::persistent_all_epochs() {
                                 static_cast<const float*>(y_.data()), n, params_.data(), losses_.data(),
                                 config_.epochs, static_cast<float>(config_.lr), static_cast<float>(1.0 / n),
                                 static_cast<float>(2.0 / n)));
+  CUDA_CHECK_LAUNCH();
+}
+
+// Variant 8's room on this GPU: the blocks that fit at once with the most dynamic shared memory a
+// block may have, each holding kOnChipThreads x kOnChipRegisterFloat4 float4s of x and of y in
+// registers and the rest in that shared memory.
+void FusedTraining::probe_on_chip() {
+  int device = 0, cooperative = 0, shared_optin = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (cooperative == 0) return;
+  cudaFuncAttributes kernel{};
+  CUDA_CHECK(cudaFuncGetAttributes(&kernel, on_chip_kernel));
+  // Whole float4 pairs (32 bytes: one x and one y) beside the kernel's static shared memory.
+  on_chip_shared_max_ = (shared_optin - static_cast<std::int64_t>(kernel.sharedSizeBytes)) / 32 * 32;
+  CUDA_CHECK(cudaFuncSetAttribute(on_chip_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(on_chip_shared_max_)));
+  int per_sm = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, on_chip_kernel, kOnChipThreads,
+                                                           static_cast<std::size_t>(on_chip_shared_max_)));
+  on_chip_.blocks = per_sm * multiprocessors_;
+  on_chip_.register_bytes = static_cast<std::int64_t>(on_chip_.blocks) * kOnChipThreads * kOnChipRegisterFloat4 * 32;
+  on_chip_.shared_bytes = static_cast<std::int64_t>(on_chip_.blocks) * on_chip_shared_max_;
+}
+
+std::int64_t FusedTraining::on_chip_shared_bytes() const {
+  if (on_chip_.blocks == 0) return 0;
+  const std::int64_t per_block = ceil_div(train_points_ / 4, on_chip_.blocks);
+  return std::max<std::int64_t>(0, per_block - kOnChipThreads * kOnChipRegisterFloat4) * 32;
+}
+
+void FusedTraining::on_chip_all_epochs() {
+  const float* x = x_.data();
+  const float* y = y_.data();
+  std::int64_t n = train_points_;
+  float* params = params_.data();
+  float* losses = losses_.data();
+  float* partials = on_chip_partials_.data();
+  int epochs = config_.epochs;
+  float lr = static_cast<float>(config_.lr), inv_n = static_cast<float>(1.0 / n), two_inv_n = static_cast<float>(2.0 / n);
+  void* args[] = {&x, &y, &n, &params, &losses, &partials, &epochs, &lr, &inv_n, &two_inv_n};
+  // A cooperative launch refuses (cudaErrorCooperativeLaunchTooLarge) rather than deadlock when
+  // the blocks cannot all be resident at once.
+  CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(on_chip_kernel), dim3(on_chip_.blocks),
+                                         dim3(kOnChipThreads), args, static_cast<std::size_t>(on_chip_shared_bytes()),
+                                         stream_));
   CUDA_CHECK_LAUNCH();
 }
 

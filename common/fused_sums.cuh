@@ -102,16 +102,18 @@ __device__ Sums block_sums(Sums s) {
   return s;
 }
 
-// One block adds `count` block partials (rows rr, rx, r, `stride` apart) in a fixed order.
+// One block of kBlockThreads adds `count` block partials (rows rr, rx, r, `stride` apart) in a
+// fixed order.
 // __ldcg reads at L2: the partials were written by other multiprocessors in this launch.
-__device__ inline Sums reduce_partials(const float* partials, int count, int stride) {
+template <int kBlockThreads = kThreads>
+__device__ Sums reduce_partials(const float* partials, int count, int stride) {
   Sums s{0.0f, 0.0f, 0.0f};
   for (int j = threadIdx.x; j < count; j += blockDim.x) {
     s.rr += __ldcg(partials + j);
     s.rx += __ldcg(partials + stride + j);
     s.r += __ldcg(partials + 2 * stride + j);
   }
-  return block_sums<kThreads>(s);
+  return block_sums<kBlockThreads>(s);
 }
 
 }  // namespace workbook::fused

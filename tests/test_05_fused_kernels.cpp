@@ -66,18 +66,21 @@ TEST_CASE("sweep sizes: K and M suffixes, one-line refusals naming --sizes") {
   CHECK(std::count(sizes.begin(), sizes.end(), 5'000'000) == 1);
 }
 
-TEST_CASE("variants: all, or a list of 1..7 without repeats") {
-  CHECK(parse_variants("all").size() == 7);
+TEST_CASE("variants: all, or a list of 1..8 without repeats") {
+  CHECK(parse_variants("all").size() == 8);
   CHECK(parse_variants("all").front() == Variant::kUnfused);
   CHECK(parse_variants("1,4,7") == std::vector<Variant>{Variant::kUnfused, Variant::kLastBlock, Variant::kPersistent});
   CHECK(parse_variants("3,3") == std::vector<Variant>{Variant::kBlockReduce});
-  for (const char* bad : {"", "0", "8", "1,,2", "x", "12", "1,"}) {
+  CHECK(parse_variants("8") == std::vector<Variant>{Variant::kOnChip});
+  CHECK(std::string(variant_name(Variant::kOnChip)) == "on_chip");
+  for (const char* bad : {"", "0", "9", "1,,2", "x", "12", "1,"}) {
     CAPTURE(bad);
     CHECK_THAT(refusal([&] { parse_variants(bad); }), StartsWith("--variant"));
   }
   CHECK(std::string(variant_name(Variant::kGraph)) == "graph");
   CHECK_FALSE(is_deterministic(Variant::kAtomic));
-  for (Variant v : {Variant::kBlockReduce, Variant::kLastBlock, Variant::kGraph, Variant::kStreams, Variant::kPersistent}) {
+  for (Variant v : {Variant::kBlockReduce, Variant::kLastBlock, Variant::kGraph, Variant::kStreams, Variant::kPersistent,
+                    Variant::kOnChip}) {
     CHECK(is_deterministic(v));
   }
 }
@@ -234,12 +237,12 @@ TEST_CASE("programs: --help, bad input is one line and exit 2, no GPU is exit 77
   CHECK(bench_help.exit_code == 0);
   CHECK_THAT(bench_help.out, ContainsSubstring("--sweep") && ContainsSubstring("--trace") && ContainsSubstring("--breakdown"));
   check_usage_errors(WORKBOOK_PROGRAM,
-                     {{"--variant", "8"}, {"--variant", "0"}, {"--repeats", "0"}, {"--copy-mib", "0"}, {"--points", "1"},
+                     {{"--variant", "9"}, {"--variant", "0"}, {"--repeats", "0"}, {"--copy-mib", "0"}, {"--points", "1"},
                       {"--lr", "nan"}, {"--epochs", "0"}, {"--bogus"}, {"--points", "50X"}, {"--points", "5e6"},
                       {"--variant", "1,,4"}, {"--variant", "4,"}, {"--copy-mib", "1X"}, {"--copy-mib", "17K"},
                       {"--device", "cuda:"}, {"--device", "cpu"}, {"--seed", "-1"}, {"--sweep"}, {"--trace", "t.json"}});
   check_usage_errors(WORKBOOK_BENCH_PROGRAM,
-                     {{"--variant", "8"}, {"--sweep", "--sizes", "1"}, {"--sweep", "--sizes", "5Q"}, {"--repeats", "0"},
+                     {{"--variant", "9"}, {"--sweep", "--sizes", "1"}, {"--sweep", "--sizes", "5Q"}, {"--repeats", "0"},
                       {"--breakdown", "--sizes", "5K"}, {"--trace"}, {"--trace", ""}, {"--trace", "t.json", "--variant", "5,7"},
                       {"--sweep", "--sizes", "1,,2"}, {"--sweep", "--sizes", ",5K"}, {"--sweep", "--sizes", "5K,"},
                       {"--sweep", "--sizes", ""}, {"--sweep", "--csv", ""}, {"--breakdown", "--csv", "x.csv"}, {"--bogus"},
@@ -270,7 +273,7 @@ TEST_CASE("program: the README's sizes (50K, 5M) and every device form are accep
   CHECK_THAT(sweep.err, StartsWith("fused_kernels_bench needs a CUDA GPU: "));
 }
 
-TEST_CASE("every variant matches the reference at boundary sizes; 3-7 rerun bit-identically", "[gpu]") {
+TEST_CASE("every variant matches the reference at boundary sizes; 3-8 rerun bit-identically", "[gpu]") {
   require_gpus(1);
   int sms = 0;
   REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
@@ -339,6 +342,35 @@ TEST_CASE("launch shapes: grid from the SM count, one launch per epoch for 4, no
   CHECK(gpu.shape(Variant::kUnfused).launches_per_epoch == 7);
 }
 
+TEST_CASE("variant 8: its room from the device, the data on chip below it, a one-line skip above it", "[gpu]") {
+  require_gpus(1);
+  int sms = 0, cooperative = 0;
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, 0) == cudaSuccess);
+  if (cooperative == 0) SKIP("this GPU has no cooperative launch");
+  regression::Config config;
+  config.points = 1'000'003;
+  config.epochs = 3;
+  Stream stream;
+  const OnChipCapacity room = [&] {
+    FusedTraining gpu(config, stream.get());
+    CHECK(gpu.supports(Variant::kOnChip));
+    CHECK(gpu.shape(Variant::kOnChip).blocks == gpu.on_chip_capacity().blocks);
+    CHECK(gpu.shape(Variant::kOnChip).launches_per_epoch == 0);
+    return gpu.on_chip_capacity();
+  }();
+  CHECK(room.blocks % sms == 0);  // whole SMs: the occupancy API's blocks per SM, times the SMs
+  CHECK(room.register_bytes == static_cast<std::int64_t>(room.blocks) * kOnChipThreads * kOnChipRegisterFloat4 * 32);
+  CHECK(room.shared_bytes > 0);
+  // One float4 pair per block more than the room: skipped, with the megabytes in the reason.
+  config.points = (room.points() + 4 * room.blocks) * 5 / 4;
+  config.epochs = 1;
+  FusedTraining too_big(config, stream.get());
+  CHECK_FALSE(too_big.supports(Variant::kOnChip));
+  CHECK_THAT(too_big.skip_reason(Variant::kOnChip), StartsWith("does not fit on chip: ") && ContainsSubstring(" MB needed, "));
+  CHECK_THROWS_WITH(too_big.train(Variant::kOnChip), ContainsSubstring("does not fit on chip"));
+}
+
 TEST_CASE("programs on the GPU: the lesson, the bench's sweep and breakdown, PASS with JSON and CSV", "[gpu]") {
   const std::string json = temp_path("fused.json");
   const ProgramResult single = run_program({WORKBOOK_PROGRAM, "--quick", "--json", json});
@@ -347,7 +379,8 @@ TEST_CASE("programs on the GPU: the lesson, the bench's sweep and breakdown, PAS
   CHECK(single.exit_code == 0);
   CHECK(last_line(single.out) == "PASS");
   const nlohmann::json j = read_json(json);
-  REQUIRE(j["variants"].size() == 7);
+  REQUIRE(j["variants"].size() == 8);
+  CHECK_THAT(single.out, ContainsSubstring("on chip (variant 8): "));
   for (const auto& row : j["variants"]) {
     CAPTURE(row.dump());
     if (row["check"] != "ok") continue;  // variant 7 on a GPU without clusters
@@ -363,7 +396,7 @@ TEST_CASE("programs on the GPU: the lesson, the bench's sweep and breakdown, PAS
   CAPTURE(bench.out, bench.err);
   CHECK(bench.exit_code == 0);
   const nlohmann::json s = read_json(bench_json);
-  CHECK(s["rows"].size() >= 18);  // 3 sizes x 7 variants (6 without clusters)
+  CHECK(s["rows"].size() >= 21);  // 3 sizes x 8 variants (7 without clusters)
   for (const auto& row : s["rows"]) CHECK(row["passed"] == true);
   REQUIRE(s["per_epoch_ms"].contains("unfused"));
   CHECK(s["per_epoch_ms"]["unfused"].contains("forward"));
@@ -537,7 +570,7 @@ TEST_CASE("program on an older GPU: variant 7 skipped with its reason in text an
   CHECK_THAT(line, ContainsSubstring(std::string("skipped: ") + kClusterReason));
   const nlohmann::json j = read_json(json);
   CHECK(j["passed"] == true);
-  REQUIRE(j["variants"].size() == 7);
+  REQUIRE(j["variants"].size() == 8);
   for (const auto& row : j["variants"]) {
     CAPTURE(row.dump());
     if (row["variant"] == 7) {
@@ -572,7 +605,7 @@ TEST_CASE("sweep on an older GPU: no variant 7 rows, the skip said once, every o
   CHECK(last_line(r.out) == "PASS");
   CHECK_THAT(r.out, ContainsSubstring(std::string("  7 persistent skipped: ") + kClusterReason));
   const nlohmann::json s = read_json(json);
-  CHECK(s["rows"].size() == 3 * 6);  // 3 sizes x variants 1-6
+  CHECK(s["rows"].size() == 3 * 7);  // 3 sizes x variants 1-6 and 8 (cooperative launch needs no cc 9.0)
   for (const auto& row : s["rows"]) {
     CHECK(row["variant"] != "persistent");
     CHECK(row["passed"] == true);
