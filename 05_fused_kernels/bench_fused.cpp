@@ -4,9 +4,11 @@
 //   fused_kernels_bench --sweep --csv sweep.csv    # every size x every variant, checked, then timed
 //   fused_kernels_bench --breakdown                 # per-kernel time of variants 1 and 3 at --points
 //   fused_kernels_bench --trace trace.json          # a Chrome trace of 3 epochs of variants 1, 3, 4, 6
+//   fused_kernels_bench --barrier                   # variant 8's grid barrier, and a hand-written one
 //
-// Without a mode flag it runs --sweep and --breakdown. Every timed or traced run is checked
+// Without a mode flag it runs --sweep, --breakdown and --barrier. Every timed or traced run is checked
 // against the float64 reference first, as in the lesson.
+#include "barrier.h"
 #include "cli.h"
 #include "compute_capability.h"
 #include "copy_ceiling.h"
@@ -196,6 +198,10 @@ void sweep(const Config& base, const std::vector<std::int64_t>& sizes, const std
       if (!run.gpu->supports(v) || (v == Variant::kAtomic && points > kAtomicSweepCap)) continue;
       run.first.emplace_back(v, run.gpu->train(v));
     }
+    if (runs.empty()) {  // variant 8's room depends on the GPU only: the chart draws it as a line
+      const OnChipCapacity& room = run.gpu->on_chip_capacity();
+      report.json()["on_chip"] = {{"blocks", room.blocks}, {"bytes", room.bytes()}, {"train_points", room.points()}};
+    }
     runs.push_back(std::move(run));
   }
   std::vector<SweepRow> rows;
@@ -243,6 +249,32 @@ void sweep(const Config& base, const std::vector<std::int64_t>& sizes, const std
   }
 }
 
+// --barrier: one grid-wide barrier, cooperative_groups' and a hand-written one, in variant 8's
+// launch shape (every SM); beside it, variant 8's epoch at --points, checked first.
+void barrier_costs(const Config& config, cudaStream_t stream, Report& report) {
+  FusedTraining gpu(config, stream);
+  if (!gpu.supports(Variant::kOnChip)) {
+    report.out() << "barrier: skipped: variant 8 " << gpu.skip_reason(Variant::kOnChip) << "\n";
+    return;
+  }
+  const TrainingResult want = regression::train_reference(gpu.copy_dataset(), config);
+  const regression::Check c = check_variant(Variant::kOnChip, gpu.train(Variant::kOnChip), want);
+  report.check(c.ok, "variant 8 at " + std::to_string(config.points) + " points: " + c.failure);
+  if (!c.ok) return;
+  std::vector<double> ms;
+  for (int i = 0; i < 7; ++i) ms.push_back(gpu.train(Variant::kOnChip).training_ms);
+  ms.erase(ms.begin(), ms.begin() + 2);  // warm-up
+  const BarrierCosts b = measure_grid_barriers(gpu.on_chip_capacity().blocks, stream);
+  Table table({{"what", "per epoch of variant 8"}, {"us", "us", 2}});
+  table.add_row().set("what", "grid barrier: cooperative_groups grid.sync()").set("us", b.grid_sync_us);
+  table.add_row().set("what", "grid barrier: arrival counter + generation flag").set("us", b.counter_us);
+  table.add_row().set("what", "the whole epoch at " + std::to_string(config.points) + " points").set("us", us_per_epoch(config.epochs, median(ms)));
+  report.out() << "barrier: " << b.blocks << " blocks x " << kOnChipThreads << " threads (variant 8's launch), "
+               << "each barrier timed alone (2000 in a row, minus an empty launch):\n";
+  table.print(report.out());
+  report.json()["barrier"] = table.json();
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"Chapter 05's bench: size sweep, per-kernel breakdown and Chrome trace of the fused variants"};
   CommonOptions common;
@@ -250,16 +282,17 @@ int run(int argc, char** argv) {
   LadderOptions o;
   o.repeats = 3;
   add_ladder_options(app, o, "timed runs per variant and size (default 3; 2 with --quick)");
-  bool do_sweep = false, do_breakdown = false;
+  bool do_sweep = false, do_breakdown = false, do_barrier = false;
   std::string sizes_text, csv, trace_path;
   app.add_flag("--sweep", do_sweep, "every size of --sizes x every variant: checked, then timed");
   app.add_flag("--breakdown", do_breakdown, "per-kernel time of variants 1 and 3 at --points");
+  app.add_flag("--barrier", do_barrier, "the cost of one grid-wide barrier in variant 8's launch shape");
   app.add_option("--trace", trace_path, "write a Chrome trace (Perfetto, chrome://tracing) of 3 epochs of variants 1, 3, 4, 6")
       ->type_name("FILE");
   app.add_option("--sizes", sizes_text, "sweep sizes, e.g. 500,5K,5M (default: the article's, plus 100K)")->type_name("LIST");
   app.add_option("--csv", csv, "sweep: write the rows as CSV to FILE")->type_name("FILE");
   if (auto code = parse_command_line(app, argc, argv)) return *code;
-  if (!do_sweep && !do_breakdown && app.count("--trace") == 0) do_sweep = do_breakdown = true;
+  if (!do_sweep && !do_breakdown && !do_barrier && app.count("--trace") == 0) do_sweep = do_breakdown = do_barrier = true;
   finish_ladder_options(app, common.quick, o);
   const Config& config = o.config;
   const std::vector<Variant>& variants = o.variants;
@@ -297,6 +330,7 @@ int run(int argc, char** argv) {
     if (report.passed() && do_breakdown) breakdown(gpu, report);
     if (report.passed() && app.count("--trace")) trace_to_file(gpu, variants, trace_path, report);
   }
+  if (do_barrier) barrier_costs(config, stream.get(), report);
   return report.finish();
 }
 

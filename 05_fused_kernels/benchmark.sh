@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # benchmark.sh [BUILD_DIR [RESULTS_DIR]]: chapter 05's full measurement on a GPU machine (~3 minutes).
 # 1. the lesson's default run (5M points: every variant checked, then timed);
-# 2. the bench: the sweep (9 sizes x 7 variants, CSV + JSON), then at 5M points the per-kernel
-#    breakdown of variants 1 and 3 and, untimed, a Chrome trace of 3 epochs of variants 1, 3, 4, 6;
+# 2. the bench: the sweep (9 sizes x 8 variants, CSV + JSON), then at 5M points the per-kernel
+#    breakdown of variants 1 and 3 and, untimed, a Chrome trace of 3 epochs of variants 1, 3, 4, 6,
+#    and the cost of variant 8's grid barrier;
 # 3. the PyTorch modes over the same sizes; 4. Nsight Compute on one fused kernel at 50M points
 #    (clocks left alone); 5. plots + summary.md, and the trace drawn by chapter 03's plot_trace.py.
 # BUILD_DIR defaults to build/05_fused_kernels, RESULTS_DIR to 05_fused_kernels/results (the files
@@ -21,6 +22,7 @@ export PYTHONUNBUFFERED=1
 "$bench" --sweep --csv "$results/sweep.csv" --json "$results/sweep.json" | tee "$results/sweep.txt" || status=1
 "$bench" --breakdown --trace "$results/trace.json" --json "$results/breakdown.json" | tee "$results/breakdown.txt" \
   || status=1
+"$bench" --barrier --json "$results/barrier.json" | tee "$results/barrier.txt" || status=1
 python3 "$here/pytorch_fused.py" --csv "$results/pytorch_sweep.csv" --json "$results/pytorch_sweep.json" \
   | tee "$results/pytorch_sweep.txt" || status=1
 

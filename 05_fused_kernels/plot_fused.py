@@ -2,7 +2,8 @@
 """plot_fused.py RESULTS_DIR: chapter 05's two charts and the README's table, from benchmark.sh's files.
 
 time_vs_size.png   training time (200 epochs) against points, log-log: every CUDA variant
-                   (sweep.csv) and every PyTorch mode (pytorch_sweep.csv);
+                   (sweep.csv) and every PyTorch mode (pytorch_sweep.csv), with the largest size
+                   whose training set fits on chip (variant 8's room, sweep.json) drawn as a line;
 per_operation.png  per-epoch time of each kernel / step at 5M points: 04's unfused kernels,
                    the fused kernel + update (breakdown.json, from fused_kernels_bench --breakdown), PyTorch
                    eager's steps (pytorch_sweep.json).
@@ -63,6 +64,12 @@ def main():
         ax.plot([p for p, _ in pts], [t for _, t in pts], style, label=f"{side} {name}", markersize=4)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    sweep = json.load(open(os.path.join(d, "sweep.json"))) if os.path.exists(os.path.join(d, "sweep.json")) else {}
+    room = sweep.get("on_chip", {}).get("train_points", 0)
+    if room:  # training points are 80% of the points
+        ax.axvline(room / 0.8, color="gray", linestyle=":", linewidth=1)
+        ax.text(room / 0.8, ax.get_ylim()[1], f" on chip up to {fmt_points(room / 0.8)} points", fontsize=8,
+                va="top", ha="left", color="gray")
     ax.set_xlabel("points (80% train)")
     ax.set_ylabel("training time, 200 epochs (ms, median)")
     ax.set_title(f"Training time vs dataset size, {fused.get('device_name', '')}".strip(", "), fontsize=10)

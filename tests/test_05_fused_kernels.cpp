@@ -398,6 +398,8 @@ TEST_CASE("programs on the GPU: the lesson, the bench's sweep and breakdown, PAS
   const nlohmann::json s = read_json(bench_json);
   CHECK(s["rows"].size() >= 21);  // 3 sizes x 8 variants (7 without clusters)
   for (const auto& row : s["rows"]) CHECK(row["passed"] == true);
+  REQUIRE(s["barrier"].size() == 3);  // the default modes include --barrier
+  for (const auto& row : s["barrier"]) CHECK(row["us"].get<double>() > 0.0);
   REQUIRE(s["per_epoch_ms"].contains("unfused"));
   CHECK(s["per_epoch_ms"]["unfused"].contains("forward"));
   CHECK(s["per_epoch_ms"]["fused"].contains("update"));
