@@ -1,12 +1,13 @@
 // fused_kernels.cu: chapter 05's lesson. Chapter 04 trained y = w*X + b with one kernel per
 // PyTorch step: seven launches and five passes over memory per epoch. Here the same recurrence
-// is trained seven ways, each a step further: fuse the passes into one, reduce without atomics,
+// is trained eight ways, each a step further: fuse the passes into one, reduce without atomics,
 // let the last block finish the epoch, capture the epochs in a CUDA graph, split over streams as
-// the article does, and finally run every epoch in one launch on a thread-block cluster.
+// the article does, run every epoch in one launch on a thread-block cluster, and finally run every
+// epoch in one launch on every SM with the training set held on chip (persistent_kernels.cu).
 // Read it beside "Phase 3: Performance Comparison for PyTorch and CUDA" (the custom kernels).
 //
 //   fused_kernels                    # 5M points, 200 epochs: check every variant, then time it
-//   fused_kernels --variant 4,7 --points 50M
+//   fused_kernels --variant 4,7,8 --points 50M
 //   fused_kernels_bench ...          # sweeps, per-kernel breakdown, traces (bench_fused.cpp)
 //
 // Every variant computes, per epoch, the three sums the MSE step needs over the training points:
@@ -535,7 +536,7 @@ int run(int argc, char** argv) {
                {"min_ms", "min", 3}, {"max_ms", "max", 3}, {"repeats", ""}, {"us_per_epoch", "us/epoch", 2},
                {"gbps", "GB/s", 0}, {"copy_percent", "% of copy", 1}, {"speedup", "vs 1", 1}, {"check", "check"}});
   std::vector<TrainingResult> first(variants.size());
-  const TrainingResult* last_run = nullptr;  // its losses are shown (variant 7 may be skipped)
+  const TrainingResult* last_run = nullptr;  // its losses are shown (variants 7 and 8 may be skipped)
   for (std::size_t i = 0; i < variants.size(); ++i) {
     const Variant v = variants[i];
     Table::Row& row = table.add_row().set("variant", static_cast<int>(v)).set("name", variant_name(v));
