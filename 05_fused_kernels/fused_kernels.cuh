@@ -161,6 +161,7 @@ class FusedTraining {
   int max_cluster_ = 0;        // 0: no clusters on this GPU
   OnChipCapacity on_chip_;
   std::int64_t on_chip_shared_max_ = 0;  // dynamic shared memory per block variant 8 may use
+  std::string on_chip_unavailable_;      // why variant 8 cannot run on this GPU at any size
   DeviceBuffer<float> x_, y_, pred_, partials_, grads_, atomic_slots_, params_, losses_, test_mse_;
   DeviceBuffer<float> on_chip_partials_;  // variant 8: 2 epochs x 3 sums x its blocks
   DeviceBuffer<unsigned> done_count_;

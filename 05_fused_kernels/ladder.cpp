@@ -28,7 +28,7 @@ Dataset FusedTraining::copy_dataset() const {
 
 std::string FusedTraining::skip_reason(Variant v) const {
   if (v == Variant::kOnChip) {
-    if (on_chip_.blocks == 0) return "needs cooperative launch (cudaDevAttrCooperativeLaunch), which this GPU lacks";
+    if (on_chip_.blocks == 0) return on_chip_unavailable_;
     const std::int64_t need = 8 * train_points_;
     if (on_chip_shared_bytes() > on_chip_shared_max_) {
       return format("does not fit on chip: %.1f MB needed, %.1f MB available", need / 1e6, on_chip_.bytes() / 1e6);

@@ -15,6 +15,7 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
+#include <string>
 
 namespace workbook::fused {
 namespace {
@@ -249,7 +250,10 @@ void FusedTraining::probe_on_chip() {
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
   CUDA_CHECK(cudaDeviceGetAttribute(&shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  if (cooperative == 0) return;
+  if (cooperative == 0) {
+    on_chip_unavailable_ = "needs cooperative launch (cudaDevAttrCooperativeLaunch), which this GPU lacks";
+    return;
+  }
   cudaFuncAttributes kernel{};
   CUDA_CHECK(cudaFuncGetAttributes(&kernel, on_chip_kernel));
   // Whole float4 pairs (32 bytes: one x and one y) beside the kernel's static shared memory.
@@ -259,6 +263,11 @@ void FusedTraining::probe_on_chip() {
   int per_sm = 0;
   CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, on_chip_kernel, kOnChipThreads,
                                                            static_cast<std::size_t>(on_chip_shared_max_)));
+  if (per_sm == 0) {
+    on_chip_unavailable_ = "no block of " + std::to_string(kOnChipThreads) + " threads with " +
+                           std::to_string(on_chip_shared_max_ / 1024) + " KiB of shared memory fits on an SM";
+    return;
+  }
   on_chip_.blocks = per_sm * multiprocessors_;
   on_chip_.register_bytes = static_cast<std::int64_t>(on_chip_.blocks) * kOnChipThreads * kOnChipRegisterFloat4 * 32;
   on_chip_.shared_bytes = static_cast<std::int64_t>(on_chip_.blocks) * on_chip_shared_max_;
