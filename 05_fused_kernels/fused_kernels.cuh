@@ -77,7 +77,6 @@ double us_per_epoch(int epochs, double ms);
 struct LaunchShape {
   int blocks = 0;              // blocks of the main kernel (per stream for 6; the cluster for 7; the grid for 8)
   int threads = 0;             // threads per block
-  int launches_per_epoch = 0;  // kernel launches the host issues per epoch (0: one launch in all)
 };
 
 // Variant 8's room: how many training points the GPU can hold on chip for all epochs, from its
@@ -114,6 +113,9 @@ class FusedTraining {
   bool supports(Variant v) const { return skip_reason(v).empty(); }
   std::string skip_reason(Variant v) const;
   LaunchShape shape(Variant v) const;
+  // The kernels one epoch of variant v launches, counted by CUDA: the epoch is captured into a
+  // graph (not run) and its kernel nodes counted. 0 for variants 5, 7 and 8: one launch in all.
+  int kernels_per_epoch(Variant v);
 
   // One run of every epoch from w = 0.83, b = 0.7645. No host synchronization inside the loop;
   // the losses stay on the GPU until the end. training_ms: CUDA events around the epoch loop.
