@@ -388,27 +388,6 @@ void FusedTraining::capture_graph() {
   CUDA_CHECK(cudaGraphUpload(graph_exec_, stream_));
 }
 
-int FusedTraining::kernels_per_epoch(Variant v) {
-  if (v == Variant::kGraph || v == Variant::kPersistent || v == Variant::kOnChip) return 0;
-  for (int k = 0; k < kStreamCount; ++k) side_stream(k);  // made before the capture, not in it
-  cudaGraph_t graph = nullptr;
-  CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-  epoch(v, 0);  // recorded, not run: nothing on the GPU changes
-  CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
-  std::size_t count = 0;
-  CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &count));
-  std::vector<cudaGraphNode_t> nodes(count);
-  CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &count));
-  int kernels = 0;
-  for (cudaGraphNode_t node : nodes) {
-    cudaGraphNodeType type{};
-    CUDA_CHECK(cudaGraphNodeGetType(node, &type));
-    kernels += type == cudaGraphNodeTypeKernel ? 1 : 0;
-  }
-  CUDA_CHECK(cudaGraphDestroy(graph));
-  return kernels;
-}
-
 TrainingResult FusedTraining::train(Variant v) {
   NvtxRange range(variant_name(v));
   if (!supports(v)) throw std::runtime_error(std::string("variant ") + variant_name(v) + ": " + skip_reason(v));
@@ -537,11 +516,7 @@ int run(int argc, char** argv) {
       << "\ndevice: " << describe_device(common.device) << "\n";
   Stream stream;
   FusedTraining gpu(config, stream.get());
-  const OnChipCapacity& room = gpu.on_chip_capacity();
-  out << std::setprecision(3) << "on chip (variant 8): " << room.blocks << " blocks x " << kOnChipThreads
-      << " threads hold " << room.register_bytes / 1e6 << " MB in registers + " << room.shared_bytes / 1e6
-      << " MB in shared memory = " << room.points() << " training points; this run's " << split.train << " need "
-      << 8 * split.train / 1e6 << " MB\n";
+  out << "on chip (variant 8): " << gpu.on_chip_text() << "\n";
 
   // 1. The reference, then every variant's first run checked against it.
   const TrainingResult want = regression::train_reference(gpu.copy_dataset(), config);

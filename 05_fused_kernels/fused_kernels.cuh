@@ -138,6 +138,9 @@ class FusedTraining {
   void persistent_all_epochs();                            // variant 7
   void on_chip_all_epochs();                               // variant 8
   const OnChipCapacity& on_chip_capacity() const { return on_chip_; }
+  // "132 blocks x 512 threads hold 17.3 MB in registers + 30.7 MB in shared memory = 6000000
+  // training points; this run's 4000000 need 32 MB"
+  std::string on_chip_text() const;
   void epoch(Variant v, int epoch);                        // one epoch of variants 1-4 and 6
 
   Segment segment(int k) const;  // variant 6's k-th piece of the training points

@@ -1,5 +1,6 @@
 // ladder.cpp: the bookkeeping of chapter 05's variants, in plain C++: their names and the
-// --variant list, the bandwidth arithmetic, what a GPU supports, variant 6's segments.
+// --variant list, the bandwidth arithmetic, what a GPU supports, the kernels an epoch launches,
+// variant 6's segments.
 #include "fused_kernels.cuh"
 
 #include "cli.h"
@@ -8,6 +9,7 @@
 #include "regression_cli.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace workbook::fused {
 namespace {
@@ -46,6 +48,28 @@ std::string FusedTraining::skip_reason(Variant v) const {
            "): build with -arch=sm_90 or the default architectures";
   }
   return "no thread-block cluster of 1 to 16 blocks of 512 threads fits on this GPU now";
+}
+
+// Counted by CUDA rather than written down: one epoch captured into a graph, its kernel nodes.
+int FusedTraining::kernels_per_epoch(Variant v) {
+  if (v == Variant::kGraph || v == Variant::kPersistent || v == Variant::kOnChip) return 0;
+  for (int k = 0; k < kStreamCount; ++k) side_stream(k);  // made before the capture, not in it
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  epoch(v, 0);  // recorded, not run: nothing on the GPU changes
+  CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+  std::size_t count = 0;
+  CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &count));
+  std::vector<cudaGraphNode_t> nodes(count);
+  CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &count));
+  int kernels = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    CUDA_CHECK(cudaGraphNodeGetType(node, &type));
+    kernels += type == cudaGraphNodeTypeKernel ? 1 : 0;
+  }
+  CUDA_CHECK(cudaGraphDestroy(graph));
+  return kernels;
 }
 
 Segment FusedTraining::segment(int k) const {

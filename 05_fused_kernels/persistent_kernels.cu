@@ -10,6 +10,7 @@
 #include "fused_kernels.cuh"
 
 #include "cuda_check.h"
+#include "format.h"
 #include "fused_sums.cuh"
 
 #include <cooperative_groups.h>
@@ -271,6 +272,14 @@ void FusedTraining::probe_on_chip() {
   on_chip_.blocks = per_sm * multiprocessors_;
   on_chip_.register_bytes = static_cast<std::int64_t>(on_chip_.blocks) * kOnChipThreads * kOnChipRegisterFloat4 * 32;
   on_chip_.shared_bytes = static_cast<std::int64_t>(on_chip_.blocks) * on_chip_shared_max_;
+}
+
+std::string FusedTraining::on_chip_text() const {
+  if (on_chip_.blocks == 0) return on_chip_unavailable_;
+  return format("%d blocks x %d threads hold %.1f MB in registers + %.1f MB in shared memory = %lld training points; "
+                "this run's %lld need %.1f MB", on_chip_.blocks, kOnChipThreads, on_chip_.register_bytes / 1e6,
+                on_chip_.shared_bytes / 1e6, static_cast<long long>(on_chip_.points()),
+                static_cast<long long>(train_points_), 8.0 * train_points_ / 1e6);
 }
 
 std::int64_t FusedTraining::on_chip_shared_bytes() const {
