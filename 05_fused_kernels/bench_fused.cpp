@@ -251,7 +251,7 @@ void sweep(const Config& base, const std::vector<std::int64_t>& sizes, const std
 
 // --barrier: one grid-wide barrier, cooperative_groups' and a hand-written one, in variant 8's
 // launch shape (every SM); beside it, variant 8's epoch at --points, checked first.
-void barrier_costs(const Config& config, cudaStream_t stream, Report& report) {
+void barrier_costs(const Config& config, bool quick, cudaStream_t stream, Report& report) {
   FusedTraining gpu(config, stream);
   if (!gpu.supports(Variant::kOnChip)) {
     report.out() << "barrier: skipped: variant 8 " << gpu.skip_reason(Variant::kOnChip) << "\n";
@@ -264,13 +264,15 @@ void barrier_costs(const Config& config, cudaStream_t stream, Report& report) {
   std::vector<double> ms;
   for (int i = 0; i < 7; ++i) ms.push_back(gpu.train(Variant::kOnChip).training_ms);
   ms.erase(ms.begin(), ms.begin() + 2);  // warm-up
-  const BarrierCosts b = measure_grid_barriers(gpu.on_chip_capacity().blocks, stream);
+  // --quick: few rounds, so that the compute-sanitizer runs of the bench stay short.
+  const int rounds = quick ? 200 : 2000;
+  const BarrierCosts b = measure_grid_barriers(gpu.on_chip_capacity().blocks, stream, rounds);
   Table table({{"what", "per epoch of variant 8"}, {"us", "us", 2}});
   table.add_row().set("what", "grid barrier: cooperative_groups grid.sync()").set("us", b.grid_sync_us);
   table.add_row().set("what", "grid barrier: arrival counter + generation flag").set("us", b.counter_us);
   table.add_row().set("what", "the whole epoch at " + std::to_string(config.points) + " points").set("us", us_per_epoch(config.epochs, median(ms)));
   report.out() << "barrier: " << b.blocks << " blocks x " << kOnChipThreads << " threads (variant 8's launch), "
-               << "each barrier timed alone (2000 in a row, minus an empty launch):\n";
+               << "each barrier timed alone (" << rounds << " in a row, minus an empty launch):\n";
   table.print(report.out());
   report.json()["barrier"] = table.json();
 }
@@ -330,7 +332,7 @@ int run(int argc, char** argv) {
     if (report.passed() && do_breakdown) breakdown(gpu, report);
     if (report.passed() && app.count("--trace")) trace_to_file(gpu, variants, trace_path, report);
   }
-  if (do_barrier) barrier_costs(config, stream.get(), report);
+  if (do_barrier) barrier_costs(config, common.quick, stream.get(), report);
   return report.finish();
 }
 

@@ -56,7 +56,13 @@ int FusedTraining::kernels_per_epoch(Variant v) {
   for (int k = 0; k < kStreamCount; ++k) side_stream(k);  // made before the capture, not in it
   cudaGraph_t graph = nullptr;
   CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-  epoch(v, 0);  // recorded, not run: nothing on the GPU changes
+  try {
+    epoch(v, 0);  // recorded, not run: nothing on the GPU changes
+  } catch (...) {
+    (void)cudaStreamEndCapture(stream_, &graph);  // leave the stream usable, then report the first error
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    throw;
+  }
   CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
   std::size_t count = 0;
   CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &count));
