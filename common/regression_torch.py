@@ -19,6 +19,26 @@ from workbook_needs import needs
 torch = needs("torch")
 nn = needs("torch.nn")
 
+MASK64 = (1 << 64) - 1
+
+
+def batch_order(batches, shuffle, seed, epoch):
+    """The order of the mini-batches of one epoch, as batch_order in 04_linear_regression/minibatch.cu:
+    0, 1, ... unshuffled; else a Fisher-Yates shuffle driven by splitmix64 seeded from (seed, epoch)."""
+    order = list(range(batches))
+    if not shuffle:
+        return order
+    state = (seed ^ ((0x5851F42D4C957F2D * (epoch + 1)) & MASK64)) & MASK64
+    for i in range(batches - 1, 0, -1):
+        state = (state + 0x9E3779B97F4A7C15) & MASK64
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+        j = (z ^ (z >> 31)) % (i + 1)
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
 DIVERGENCE_FACTOR = 1e10  # as regression.h: the loss is not finite or > 1e10 x the first loss
 
 
