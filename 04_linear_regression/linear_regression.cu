@@ -347,6 +347,7 @@ TrainingResult GpuRegression::train(const LossPrinter& print) {
 #ifndef WORKBOOK_LESSON_LIBRARY
 #include "cli.h"
 #include "gpu_probe.h"
+#include "minibatch.h"
 #include "program.h"
 #include "regression_cli.h"
 #include "report.h"
@@ -399,10 +400,20 @@ int run(int argc, char** argv) {
       ->type_name("DEVICE");
   Config config;
   add_problem_options(app, config);
+  BatchPlan plan{0, false, config.seed};  // batch size 0: full-batch, the article's loop
+  int fill_threads = 1;
+  add_size_option(app, "--batch-size", plan.batch_size, "mini-batches of B points from host memory (part 2)");
+  app.add_flag("--shuffle", plan.shuffle, "visit the mini-batches in a new order every epoch (seeded by --seed)");
+  app.add_option("--fill-threads", fill_threads, "host threads filling the pinned ring of pipeline 3")->type_name("T");
   if (auto code = parse_command_line(app, argc, argv)) return *code;
   if (common.quick && app.count("--points") == 0) config.points = 20'011;  // odd, not a block multiple
   if (common.quick && app.count("--epochs") == 0) config.epochs = 60;
   validate(config);
+  plan.seed = config.seed;
+  const bool minibatch = app.count("--batch-size") > 0;
+  if (minibatch) validate(plan, split_of(config.points).train, config.epochs);
+  if (!minibatch && (plan.shuffle || app.count("--fill-threads"))) throw UsageError("--shuffle and --fill-threads need --batch-size");
+  require_at_least("--fill-threads", fill_threads, 1);
 
   // The device first, so that "no GPU" (77), a bad index (2) or too little memory (1) is the
   // program's only line.
@@ -417,11 +428,17 @@ int run(int argc, char** argv) {
   Report report("linear_regression", common.json);
   std::ostream& out = report.out();
   const Split split = split_of(config.points);
-  out << "linear_regression: y = w*X + b by full-batch SGD, " << config.points << " points (" << split.train
+  out << "linear_regression: y = w*X + b by " << (minibatch ? "mini-batch" : "full-batch") << " SGD, " << config.points << " points (" << split.train
       << " train, " << split.test << " test), " << config.epochs << " epochs, lr " << config.lr << ", noise "
       << config.noise << " (seed " << config.seed << ")\n"
       << "device: " << device.name() << " (" << device_name << "); data made on the " << (device.cpu ? "host" : "GPU")
       << ": X = i * 2e-6, y = 0.7 X + 0.3" << (config.noise > 0 ? " + noise" : "") << "\n";
+
+  // Part 2: the training set in host memory, mini-batches brought to the GPU (minibatch.cu).
+  if (minibatch) {
+    minibatch_story(report, make_dataset_cpu(config), config, plan, device.cpu, fill_threads, common.quick);
+    return report.finish();
+  }
 
   // 1. The data (on the GPU for cuda, the reference reads it back) and the float64 reference.
   std::optional<Stream> stream;  // none for the CPU version: it must run without a driver

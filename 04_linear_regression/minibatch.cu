@@ -5,20 +5,38 @@
 #include "minibatch.h"
 
 #include "cli.h"
+#include "cuda_check.h"
+#include "device_buffer.h"
+#include "fused_sums.cuh"
 #include "linear_regression.cuh"
+#include "stats.h"
+#include "stream.h"
+#include "table.h"
 
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <exception>
+#include <mutex>
 #include <numeric>
+#include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 
 namespace workbook::regression {
 
 // ---------------------------------------------------------------------------------------------
 // 1. The plan: which points each step trains on, and in which order.
-void validate(const BatchPlan& plan, std::int64_t train_points) {
+void validate(const BatchPlan& plan, std::int64_t train_points, int epochs) {
   if (plan.batch_size < 1 || plan.batch_size > train_points) {
     throw UsageError("--batch-size must be 1 to the " + std::to_string(train_points) +
                      " training points, got " + std::to_string(plan.batch_size));
+  }
+  const std::int64_t steps = batch_count(train_points, plan.batch_size) * epochs;
+  if (steps > kMaxSteps) {  // a loss per step is kept, and each step's launch costs microseconds
+    throw UsageError("--batch-size " + std::to_string(plan.batch_size) + " makes " + std::to_string(steps) +
+                     " steps (batches x --epochs); at most " + std::to_string(kMaxSteps));
   }
 }
 
@@ -122,6 +140,420 @@ TrainingResult train_minibatch_cpu(const Dataset& data, const Config& config, co
   r.w = w;
   r.b = b;
   return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. One step on the GPU: a batch's three sums and the SGD step, in one launch. The last block to
+//    finish adds every block's partials in a fixed order and steps (chapter 05's variant 4,
+//    restated here on a batch; the building blocks are common/fused_sums.cuh).
+namespace {
+
+using fused::Sums;
+
+__global__ void __launch_bounds__(fused::kThreads)
+    batch_step_kernel(const float* x, const float* y, std::int64_t count, float* params, float* partials,
+                      unsigned* done_count, float* step_loss, float lr) {
+  const float w = params[0], b = params[1];  // read by every block before the last one steps
+  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const Sums s = fused::block_sums<fused::kThreads>(
+      fused::thread_sums(x, y, count, w, b, t, static_cast<std::int64_t>(gridDim.x) * blockDim.x));
+  __shared__ bool is_last;
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = s.rr;
+    partials[gridDim.x + blockIdx.x] = s.rx;
+    partials[2 * gridDim.x + blockIdx.x] = s.r;
+    __threadfence();  // release: this block's partials before its count
+    is_last = atomicAdd(done_count, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();  // acquire: every counted block's partials after the count
+  const Sums total = fused::reduce_partials(partials, gridDim.x, gridDim.x);
+  if (threadIdx.x == 0) {
+    const float inv = 1.0f / static_cast<float>(count);
+    *step_loss = total.rr * inv;
+    params[0] = w - lr * (2.0f * inv * total.rx);
+    params[1] = b - lr * (2.0f * inv * total.r);
+    *done_count = 0;  // ready for the next step
+  }
+}
+
+// The device side of a run: the parameters, the reduction's scratch, a loss per step, and
+// kRingSlots device slots a batch is copied into.
+struct DeviceSide {
+  DeviceSide(std::int64_t batch_size, std::int64_t steps, int multiprocessors)
+      : blocks(fused::fused_blocks(batch_size, multiprocessors)),
+        params(2), partials(3 * static_cast<std::size_t>(blocks)), done_count(1), step_losses(steps) {
+    for (int k = 0; k < kRingSlots; ++k) {
+      x.emplace_back(batch_size);
+      y.emplace_back(batch_size);
+    }
+  }
+  int blocks;
+  DeviceBuffer<float> params, partials;
+  DeviceBuffer<unsigned> done_count;
+  DeviceBuffer<float> step_losses;
+  std::vector<DeviceBuffer<float>> x, y;
+
+  void launch_step(int slot, std::int64_t count, std::int64_t step, float lr, cudaStream_t stream) {
+    batch_step_kernel<<<blocks, fused::kThreads, 0, stream>>>(x[slot].data(), y[slot].data(), count, params.data(),
+                                                               partials.data(), done_count.data(),
+                                                               step_losses.data() + step, lr);
+    CUDA_CHECK_LAUNCH();
+  }
+};
+
+// What every pipeline visits: step i trains batch order[i / batches][i % batches].
+struct Schedule {
+  std::int64_t batches = 0, steps = 0;
+  std::vector<std::vector<std::int64_t>> orders;  // per epoch
+  std::int64_t batch(std::int64_t step) const { return orders[step / batches][step % batches]; }
+};
+
+Schedule make_schedule(std::int64_t train_points, const Config& config, const BatchPlan& plan) {
+  Schedule s;
+  s.batches = batch_count(train_points, plan.batch_size);
+  s.steps = s.batches * config.epochs;
+  for (int e = 0; e < config.epochs; ++e) s.orders.push_back(batch_order(s.batches, plan, e));
+  return s;
+}
+
+// Events around the copies of the last epoch, and around that epoch: the copy engine's share.
+class LastEpochClock {
+ public:
+  explicit LastEpochClock(const Schedule& s) : first_step_(s.steps - s.batches), starts_(s.batches), stops_(s.batches) {
+    for (auto* v : {&starts_, &stops_}) {
+      for (Event& e : *v) e = Event(EventTiming::kEnabled);
+    }
+  }
+  void copy_begins(std::int64_t step, cudaStream_t copy) {
+    if (step < first_step_) return;
+    if (step == first_step_) epoch_start_.record(copy);
+    starts_[step - first_step_].record(copy);
+  }
+  void copy_ends(std::int64_t step, cudaStream_t copy) {
+    if (step >= first_step_) stops_[step - first_step_].record(copy);
+  }
+  void epoch_ends(cudaStream_t compute) { epoch_stop_.record(compute); }
+  void read(MinibatchRun& run) const {  // after the last step has finished
+    run.last_epoch_ms = elapsed_ms(epoch_start_, epoch_stop_);
+    for (std::size_t k = 0; k < starts_.size(); ++k) run.copy_busy_ms += elapsed_ms(starts_[k], stops_[k]);
+  }
+
+ private:
+  std::int64_t first_step_;
+  std::vector<Event> starts_, stops_;
+  Event epoch_start_{EventTiming::kEnabled}, epoch_stop_{EventTiming::kEnabled};
+};
+
+void copy_batch(DeviceSide& d, int slot, const float* x, const float* y, std::int64_t count, cudaStream_t stream) {
+  CUDA_CHECK(cudaMemcpyAsync(d.x[slot].data(), x, count * sizeof(float), cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaMemcpyAsync(d.y[slot].data(), y, count * sizeof(float), cudaMemcpyHostToDevice, stream));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. The four pipelines. Each queues every step of every epoch; they differ in where a batch
+//    comes from and what the host and the copy engine do while the GPU trains.
+
+// (1) and (2): one stream, one slot. From pageable memory the driver stages each copy through a
+// pinned buffer of its own and the host waits for it; from the one pinned staging buffer, the
+// host must wait for the copy before it refills the buffer.
+void one_batch_at_a_time(const Dataset& data, const Schedule& s, const BatchPlan& plan, bool staged, float lr,
+                         DeviceSide& d, LastEpochClock& clock, cudaStream_t stream) {
+  const std::int64_t n = data.split.train;
+  PinnedBuffer<float> stage_x(staged ? plan.batch_size : 0), stage_y(staged ? plan.batch_size : 0);
+  for (std::int64_t i = 0; i < s.steps; ++i) {
+    const BatchSlice b = batch_slice(s.batch(i), n, plan.batch_size);
+    const float* x = data.x.data() + b.first;
+    const float* y = data.y.data() + b.first;
+    if (staged) {
+      CUDA_CHECK(cudaStreamSynchronize(stream));  // the previous copy has left the staging buffer
+      std::memcpy(stage_x.data(), x, b.count * sizeof(float));
+      std::memcpy(stage_y.data(), y, b.count * sizeof(float));
+      x = stage_x.data();
+      y = stage_y.data();
+    }
+    clock.copy_begins(i, stream);
+    copy_batch(d, 0, x, y, b.count, stream);
+    clock.copy_ends(i, stream);
+    d.launch_step(0, b.count, i, lr, stream);
+  }
+}
+
+// (3): host threads fill kRingSlots pinned slots, batch i into slot i % kRingSlots, and the main
+// thread copies each filled slot on the copy stream and trains on it on the compute stream.
+// Events keep the order: a copy into device slot k waits for the step that last read it, the
+// step waits for its copy, and a filler reuses a pinned slot only after its last copy is done.
+class PinnedRing {
+ public:
+  PinnedRing(const Dataset& data, const Schedule& s, std::int64_t batch_size, int threads)
+      : data_(data), s_(s), batch_size_(batch_size), filled_(kRingSlots, -1), copied_(kRingSlots) {
+    for (int k = 0; k < kRingSlots; ++k) {
+      x_.emplace_back(batch_size);
+      y_.emplace_back(batch_size);
+    }
+    for (int f = 0; f < threads; ++f) fillers_.emplace_back([this, f, threads] { fill(f, threads); });
+  }
+  ~PinnedRing() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    for (std::thread& t : fillers_) t.join();
+  }
+  PinnedRing(const PinnedRing&) = delete;
+  PinnedRing& operator=(const PinnedRing&) = delete;
+
+  // Waits until batch step i is in its slot; returns the slot.
+  int wait_filled(std::int64_t i) {
+    const int slot = static_cast<int>(i % kRingSlots);
+    std::unique_lock<std::mutex> lock(m_);
+    changed_.wait(lock, [&] { return filled_[slot] == i || error_; });
+    if (error_) std::rethrow_exception(error_);
+    return slot;
+  }
+  const float* x(int slot) const { return x_[slot].data(); }
+  const float* y(int slot) const { return y_[slot].data(); }
+  // The copy of step i out of its slot is queued, `done` recorded after it.
+  void copy_queued(std::int64_t i) {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      queued_ = i + 1;
+    }
+    changed_.notify_all();
+  }
+  Event& copied(int slot) { return copied_[slot]; }
+
+ private:
+  void fill(int f, int threads) {
+    try {
+      for (std::int64_t i = f; i < s_.steps; i += threads) {
+        const int slot = static_cast<int>(i % kRingSlots);
+        if (i >= kRingSlots) {  // the slot's previous batch must have been copied out
+          std::unique_lock<std::mutex> lock(m_);
+          changed_.wait(lock, [&] { return queued_ > i - kRingSlots || stop_; });
+          if (stop_) return;
+          lock.unlock();
+          copied_[slot].synchronize();
+        }
+        const BatchSlice b = batch_slice(s_.batch(i), data_.split.train, batch_size_);
+        std::memcpy(x_[slot].data(), data_.x.data() + b.first, b.count * sizeof(float));
+        std::memcpy(y_[slot].data(), data_.y.data() + b.first, b.count * sizeof(float));
+        {
+          std::lock_guard<std::mutex> lock(m_);
+          filled_[slot] = i;
+        }
+        changed_.notify_all();
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(m_);
+      error_ = std::current_exception();
+      changed_.notify_all();
+    }
+  }
+
+  const Dataset& data_;
+  const Schedule& s_;
+  std::int64_t batch_size_;
+  std::vector<PinnedBuffer<float>> x_, y_;
+  std::vector<std::int64_t> filled_;  // the step whose batch each slot holds
+  std::vector<Event> copied_;         // per slot: its last copy to the device is done
+  std::mutex m_;
+  std::condition_variable changed_;
+  std::int64_t queued_ = 0;  // copies queued so far
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::vector<std::thread> fillers_;
+};
+
+// (3) and (4): two streams and kRingSlots device slots; the batch comes from the ring's pinned
+// slots, or straight from the pinned training set.
+void overlapped(const Dataset& data, const Schedule& s, const BatchPlan& plan, PinnedRing* ring,
+                const float* pinned_x, const float* pinned_y, float lr, DeviceSide& d, LastEpochClock& clock,
+                cudaStream_t compute, cudaStream_t copy) {
+  const std::int64_t n = data.split.train;
+  std::vector<Event> arrived(kRingSlots), trained(kRingSlots);
+  for (std::int64_t i = 0; i < s.steps; ++i) {
+    const BatchSlice b = batch_slice(s.batch(i), n, plan.batch_size);
+    const int slot = static_cast<int>(i % kRingSlots);
+    const float* x = pinned_x + b.first;
+    const float* y = pinned_y + b.first;
+    if (ring != nullptr) {
+      ring->wait_filled(i);
+      x = ring->x(slot);
+      y = ring->y(slot);
+    }
+    if (i >= kRingSlots) CUDA_CHECK(cudaStreamWaitEvent(copy, trained[slot].get(), 0));  // device slot free
+    clock.copy_begins(i, copy);
+    copy_batch(d, slot, x, y, b.count, copy);
+    clock.copy_ends(i, copy);
+    arrived[slot].record(copy);
+    if (ring != nullptr) {
+      ring->copied(slot).record(copy);
+      ring->copy_queued(i);
+    }
+    CUDA_CHECK(cudaStreamWaitEvent(compute, arrived[slot].get(), 0));
+    d.launch_step(slot, b.count, i, lr, compute);
+    trained[slot].record(compute);
+  }
+}
+
+}  // namespace
+
+const char* pipeline_name(Pipeline p) {
+  switch (p) {
+    case Pipeline::kPageable: return "pageable";
+    case Pipeline::kStaged: return "staged";
+    case Pipeline::kRing: return "ring";
+    case Pipeline::kPinnedSet: return "pinned_set";
+  }
+  return "?";
+}
+
+MinibatchRun train_minibatch_gpu(const Dataset& data, const Config& config, const BatchPlan& plan, Pipeline p,
+                                 int fill_threads, cudaStream_t compute, cudaStream_t copy) {
+  int device = 0, multiprocessors = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  const std::int64_t n = data.split.train;
+  const Schedule s = make_schedule(n, config, plan);
+  const float lr = static_cast<float>(config.lr);
+  DeviceSide d(plan.batch_size, s.steps, multiprocessors);
+  LastEpochClock clock(s);
+  // Set-up, untimed: the parameters, the reduction's counter, and for (4) the pinned training set
+  // (what x.pin_memory() does: a pinned allocation and one host copy).
+  const float initial[2] = {kInitialW, kInitialB};
+  CUDA_CHECK(cudaMemcpy(d.params.data(), initial, sizeof initial, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemset(d.done_count.data(), 0, d.done_count.bytes()));
+  PinnedBuffer<float> pinned_x(p == Pipeline::kPinnedSet ? n : 0), pinned_y(p == Pipeline::kPinnedSet ? n : 0);
+  if (p == Pipeline::kPinnedSet) {
+    std::memcpy(pinned_x.data(), data.x.data(), n * sizeof(float));
+    std::memcpy(pinned_y.data(), data.y.data(), n * sizeof(float));
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
+
+  const auto start = std::chrono::steady_clock::now();
+  if (p == Pipeline::kRing) {
+    PinnedRing ring(data, s, plan.batch_size, fill_threads);
+    overlapped(data, s, plan, &ring, nullptr, nullptr, lr, d, clock, compute, copy);
+    clock.epoch_ends(compute);
+    CUDA_CHECK(cudaStreamSynchronize(compute));
+  } else if (p == Pipeline::kPinnedSet) {
+    overlapped(data, s, plan, nullptr, pinned_x.data(), pinned_y.data(), lr, d, clock, compute, copy);
+    clock.epoch_ends(compute);
+    CUDA_CHECK(cudaStreamSynchronize(compute));
+  } else {
+    one_batch_at_a_time(data, s, plan, p == Pipeline::kStaged, lr, d, clock, compute);
+    clock.epoch_ends(compute);
+    CUDA_CHECK(cudaStreamSynchronize(compute));
+  }
+  MinibatchRun run;
+  run.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  clock.read(run);
+
+  // The result: epoch losses (means of the step losses, in double), w and b; the test MSE once,
+  // with 04's CPU twins on the host's test points.
+  std::vector<float> step_losses(s.steps);
+  float wb[2] = {};
+  CUDA_CHECK(cudaMemcpy(step_losses.data(), d.step_losses.data(), d.step_losses.bytes(), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(wb, d.params.data(), sizeof wb, cudaMemcpyDeviceToHost));
+  for (int e = 0; e < config.epochs; ++e) {
+    double sum = 0.0;
+    for (std::int64_t k = 0; k < s.batches; ++k) sum += step_losses[e * s.batches + k];
+    run.result.losses.push_back(sum / s.batches);
+  }
+  run.result.diverged_at = first_divergent(run.result.losses);
+  if (run.result.diverged_at) run.result.losses.resize(*run.result.diverged_at + 1);
+  run.result.w = wb[0];
+  run.result.b = wb[1];
+  std::vector<float> pred(data.split.test);
+  forward_cpu(data.x.data() + n, wb[0], wb[1], pred.data(), data.split.test);
+  run.result.test_mse = mse_loss_cpu(pred.data(), data.y.data() + n, data.split.test);
+  return run;
+}
+
+double pinned_h2d_gbps(std::size_t bytes, cudaStream_t stream) {
+  PinnedBuffer<std::byte> host(bytes);
+  DeviceBuffer<std::byte> device(bytes);
+  std::memset(host.data(), 0, bytes);
+  Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
+  std::vector<double> ms;
+  for (int i = 0; i < 12; ++i) {
+    start.record(stream);
+    CUDA_CHECK(cudaMemcpyAsync(device.data(), host.data(), bytes, cudaMemcpyHostToDevice, stream));
+    stop.record(stream);
+    stop.synchronize();
+    if (i >= 2) ms.push_back(elapsed_ms(start, stop));  // the first two are warm-up
+  }
+  return bytes / (median(ms) * 1e6);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. The story the lesson program tells: check every pipeline, then time it, then one table.
+void minibatch_story(Report& report, const Dataset& data, const Config& config, const BatchPlan& plan, bool cpu,
+                     int fill_threads, bool quick) {
+  std::ostream& out = report.out();
+  const std::int64_t n = data.split.train;
+  const std::int64_t batches = batch_count(n, plan.batch_size);
+  out << "mini-batch SGD: " << batches << " batches of up to " << plan.batch_size << " points an epoch, "
+      << (plan.shuffle ? "in a new order every epoch (seed " + std::to_string(plan.seed) + ")" : "in order")
+      << "; the training set (" << 8.0 * n / 1e6 << " MB of x and y) in host memory\n";
+  const TrainingResult want = train_minibatch_reference(data, config, plan);
+  if (want.diverged_at) {
+    report.check(false, "diverged at epoch " + std::to_string(*want.diverged_at) + " (the float64 reference)");
+    return;
+  }
+  const int timed = quick ? 1 : 3;
+  Table table({{"pipeline", "pipeline"}, {"epoch_ms", "ms/epoch", 4}, {"copy_share", "copy busy %", 1},
+               {"bound_percent", "% of PCIe bound", 1}, {"w", ""}, {"b", ""}, {"w_error", "w err", 1, Column::Style::kScientific},
+               {"loss_error", "loss err", 1, Column::Style::kScientific}, {"check", "check"}});
+  if (cpu) {
+    const TrainingResult got = train_minibatch_cpu(data, config, plan);
+    const Check c = check_against(got, want);
+    report.check(c.ok, "cpu: " + c.failure);
+    Table::Row& row = table.add_row().set("pipeline", "cpu (04's twins)").set("w", got.w).set("b", got.b);
+    row.set("w_error", c.w).set("loss_error", c.losses).set("check", c.ok ? "ok" : "FAILED");
+    if (c.ok) {
+      std::vector<double> ms;
+      for (int i = 0; i < timed; ++i) ms.push_back(train_minibatch_cpu(data, config, plan).training_ms);
+      row.set("epoch_ms", median(ms) / config.epochs);
+    }
+  } else {
+    Stream compute, copy;
+    const double bound_gbps = pinned_h2d_gbps(n * sizeof(float), copy.get());
+    const double bound_ms = 8.0 * n / (bound_gbps * 1e6);  // one epoch's x and y at that rate
+    out << "PCIe bound: the best pinned host-to-device copy here, " << bound_gbps << " GB/s: " << bound_ms
+        << " ms an epoch\n";
+    std::optional<TrainingResult> first_bits;
+    for (int k = 1; k <= kPipelineCount; ++k) {
+      const Pipeline p = static_cast<Pipeline>(k);
+      const MinibatchRun first = train_minibatch_gpu(data, config, plan, p, fill_threads, compute.get(), copy.get());
+      const Check c = check_against(first.result, want);
+      report.check(c.ok, std::string(pipeline_name(p)) + ": " + c.failure);
+      // The same kernel in the same batch order: every pipeline must give the same bits.
+      if (!first_bits) first_bits = first.result;
+      report.check(first.result.w == first_bits->w && first.result.b == first_bits->b,
+                   std::string(pipeline_name(p)) + ": other bits of w, b than the first pipeline");
+      Table::Row& row = table.add_row().set("pipeline", std::to_string(k) + " " + pipeline_name(p));
+      row.set("w", first.result.w).set("b", first.result.b).set("w_error", c.w).set("loss_error", c.losses);
+      row.set("check", c.ok ? "ok" : "FAILED");
+      if (!c.ok) continue;
+      std::vector<double> ms;
+      MinibatchRun last;
+      for (int i = 0; i < timed; ++i) {
+        last = train_minibatch_gpu(data, config, plan, p, fill_threads, compute.get(), copy.get());
+        ms.push_back(last.ms / config.epochs);
+      }
+      row.set("epoch_ms", median(ms)).set("copy_share", 100.0 * last.copy_busy_ms / last.last_epoch_ms);
+      row.set("bound_percent", 100.0 * bound_ms / median(ms));
+    }
+  }
+  out << "checked against the float64 reference of the same batch order (04's tolerances); time per epoch,"
+      << " median of " << timed << " runs (host clock)"
+      << (cpu ? ":\n" : "; copy busy: the share of the last epoch its copies took (CUDA events):\n");
+  table.print(out);
+  report.json()["minibatch"] = table.json();
 }
 
 }  // namespace workbook::regression

@@ -13,7 +13,11 @@
 #pragma once
 
 #include "regression_problem.h"
+#include "report.h"
 
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -25,8 +29,10 @@ struct BatchPlan {
   std::uint64_t seed = 42;           // of that order
 };
 
-// Throws UsageError: a batch size below 1, or above the training points.
-void validate(const BatchPlan& plan, std::int64_t train_points);
+// Throws UsageError: a batch size below 1, above the training points, or making more than
+// kMaxSteps steps in all.
+inline constexpr std::int64_t kMaxSteps = 10'000'000;
+void validate(const BatchPlan& plan, std::int64_t train_points, int epochs);
 
 // Batches of one epoch: the last one holds what is left (train_points % batch_size, if not 0).
 std::int64_t batch_count(std::int64_t train_points, std::int64_t batch_size);
@@ -53,5 +59,40 @@ TrainingResult train_minibatch_reference(const Dataset& data, const Config& conf
 // The same steps in float32, with 04's CPU twins (forward_cpu, mse_loss_cpu, mse_backward_cpu,
 // sgd_step_cpu) applied to each batch.
 TrainingResult train_minibatch_cpu(const Dataset& data, const Config& config, const BatchPlan& plan);
+
+// ---------------------------------------------------------------------------------------------
+// The GPU side: the training set stays in host memory and reaches the GPU batch by batch, by
+// one of four pipelines, each a step closer to what the bus allows.
+enum class Pipeline {
+  kPageable = 1,   // x.to('cuda') per batch from plain host memory: a staged, synchronous copy
+  kStaged = 2,     // one pinned staging buffer: copy in on the host, copy over, train, repeat
+  kRing = 3,       // DataLoader(pin_memory=True): host threads fill a ring of pinned slots while
+                   // the copy stream moves the previous ones and the GPU trains on them
+  kPinnedSet = 4,  // the whole training set pinned once: each batch copied straight from it
+};
+inline constexpr int kPipelineCount = 4;
+inline constexpr int kRingSlots = 4;  // pinned and device slots of pipelines 3 and 4
+const char* pipeline_name(Pipeline p);  // "pageable", "staged", "ring", "pinned_set"
+
+struct MinibatchRun {
+  TrainingResult result;       // checked against train_minibatch_reference
+  double ms = 0.0;             // all epochs, host clock, from the first copy to the last step
+  double last_epoch_ms = 0.0;  // the last epoch, CUDA events
+  double copy_busy_ms = 0.0;   // the last epoch's host-to-device copies, CUDA events, summed
+};
+
+// Trains on the current device from the host data `data` (made by make_dataset_cpu), the batches
+// brought over by pipeline p; `fill_threads` host threads fill pipeline 3's ring.
+MinibatchRun train_minibatch_gpu(const Dataset& data, const Config& config, const BatchPlan& plan, Pipeline p,
+                                 int fill_threads, cudaStream_t compute, cudaStream_t copy);
+
+// The best host-to-device rate of this machine: a pinned copy of `bytes`, median of 10, GB/s.
+double pinned_h2d_gbps(std::size_t bytes, cudaStream_t stream);
+
+// The lesson's second part (linear_regression --batch-size B): the float64 reference of the same
+// batch order, then every pipeline (the CPU twin with --device cpu) checked against it, then
+// timed, then one table. The training set is `data`, in host memory.
+void minibatch_story(Report& report, const Dataset& data, const Config& config, const BatchPlan& plan, bool cpu,
+                     int fill_threads, bool quick);
 
 }  // namespace workbook::regression

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -356,10 +357,12 @@ TEST_CASE("the CUDA run and PyTorch on the same GPU agree on w and b", "[pytorch
 TEST_CASE("mini-batch plan: batch sizes refused with the flag's name, slices cover the training set once") {
   for (const std::int64_t bad : {std::int64_t{0}, std::int64_t{-1}, std::int64_t{11}}) {
     CAPTURE(bad);
-    CHECK_THROWS_WITH(validate(BatchPlan{bad, false, 42}, 10), StartsWith("--batch-size must be 1 to the 10 training points"));
+    CHECK_THROWS_WITH(validate(BatchPlan{bad, false, 42}, 10, 200), StartsWith("--batch-size must be 1 to the 10 training points"));
   }
-  CHECK_NOTHROW(validate(BatchPlan{1, false, 42}, 10));
-  CHECK_NOTHROW(validate(BatchPlan{10, false, 42}, 10));
+  CHECK_NOTHROW(validate(BatchPlan{1, false, 42}, 10, 200));
+  CHECK_NOTHROW(validate(BatchPlan{10, false, 42}, 10, 200));
+  CHECK_THROWS_WITH(validate(BatchPlan{1, false, 42}, 4'000'000, 200),
+                    StartsWith("--batch-size 1 makes 800000000 steps (batches x --epochs); at most "));
   CHECK(batch_count(10, 4) == 3);
   CHECK(batch_count(12, 4) == 3);
   CHECK(batch_slice(2, 10, 4).first == 8);
@@ -382,7 +385,7 @@ TEST_CASE("mini-batch order: in sequence unshuffled; shuffled, a permutation fix
   CHECK(batch_order(5, BatchPlan{1, false, 42}, 3) == std::vector<std::int64_t>{0, 1, 2, 3, 4});
   const BatchPlan shuffled{1, true, 42};
   // The values common/regression_torch.py's restatement gives (a ctest checks the Python side).
-  CHECK(batch_order(8, shuffled, 0) == std::vector<std::int64_t>{0, 6, 7, 3, 5, 2, 1, 4});  // and in common/regression_torch.py
+  CHECK(batch_order(8, shuffled, 0) == std::vector<std::int64_t>{0, 6, 7, 3, 5, 2, 1, 4});
   CHECK(batch_order(8, shuffled, 1) == std::vector<std::int64_t>{2, 5, 0, 6, 3, 4, 1, 7});
   CHECK(batch_order(8, BatchPlan{1, true, 7}, 0) == std::vector<std::int64_t>{6, 3, 4, 5, 1, 2, 7, 0});
   std::vector<std::int64_t> order = batch_order(1'000, shuffled, 5);
@@ -424,4 +427,71 @@ TEST_CASE("mini-batch references: one batch is full-batch SGD; float32 twin with
   REQUIRE(got.diverged_at);
   CHECK(*got.diverged_at <= *want.diverged_at);
   CHECK(*got.diverged_at >= *want.diverged_at - 1);
+}
+
+TEST_CASE("program, mini-batches on the CPU: checked against the batch-order reference; usage errors") {
+  const std::string json = temp_path("cpu_minibatch.json");
+  const ProgramResult r =
+      run_program({WORKBOOK_PROGRAM, "--device", "cpu", "--quick", "--batch-size", "4096", "--shuffle", "--json", json});
+  CAPTURE(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, ContainsSubstring("by mini-batch SGD") && ContainsSubstring("4 batches of up to 4096 points"));
+  const nlohmann::json rows = read_json(json)["minibatch"];
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["check"] == "ok");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--batch-size", "0"}, {"--batch-size", "16009"}, {"--shuffle"}, {"--fill-threads", "2"},
+        {"--batch-size", "1", "--epochs", "1000"}, {"--batch-size", "64", "--fill-threads", "0"}}) {
+    std::vector<std::string> argv{WORKBOOK_PROGRAM, "--device", "cpu", "--quick"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProgramResult bad = run_program(argv);
+    CAPTURE(args, bad.err);
+    CHECK(bad.exit_code == 2);
+    CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+  }
+}
+
+TEST_CASE("GPU mini-batch pipelines: each matches the batch-order reference, all four the same bits", "[gpu]") {
+  require_gpus(1);
+  Config config;
+  config.points = 100'003;  // 80'002 training points
+  config.epochs = 3;
+  const Dataset d = make_dataset_cpu(config);
+  const std::int64_t size = GENERATE(4'099, 80'002);  // a batch size that is no multiple of 4; one batch
+  const int threads = GENERATE(1, 3);
+  CAPTURE(size, threads);
+  const BatchPlan plan{size, true, 7};
+  const TrainingResult want = train_minibatch_reference(d, config, plan);
+  Stream compute, copy;
+  std::optional<TrainingResult> first;
+  for (int k = 1; k <= kPipelineCount; ++k) {
+    const Pipeline p = static_cast<Pipeline>(k);
+    CAPTURE(pipeline_name(p));
+    const MinibatchRun run = train_minibatch_gpu(d, config, plan, p, threads, compute.get(), copy.get());
+    require_matches_reference(run.result, want);
+    CHECK(run.last_epoch_ms > 0.0);
+    CHECK(run.copy_busy_ms > 0.0);
+    CHECK(run.copy_busy_ms <= run.last_epoch_ms * 1.01);
+    if (!first) first = run.result;
+    CHECK(run.result.w == first->w);  // the same kernel, the same order: the same bits
+    CHECK(run.result.b == first->b);
+    CHECK(run.result.losses == first->losses);
+  }
+}
+
+TEST_CASE("program, mini-batches on the GPU: four pipelines checked, timed, against the PCIe bound", "[gpu]") {
+  const std::string json = temp_path("gpu_minibatch.json");
+  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick", "--batch-size", "4096", "--shuffle", "--json", json});
+  skip_if_no_gpu(r);
+  CAPTURE(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, ContainsSubstring("PCIe bound: the best pinned host-to-device copy here"));
+  const nlohmann::json rows = read_json(json)["minibatch"];
+  REQUIRE(rows.size() == 4);
+  for (const auto& row : rows) {
+    CAPTURE(row.dump());
+    CHECK(row["check"] == "ok");
+    CHECK(row["epoch_ms"].get<double>() > 0.0);
+    CHECK(row["bound_percent"].get<double>() > 0.0);
+  }
 }
