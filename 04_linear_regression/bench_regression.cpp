@@ -5,6 +5,7 @@
 //
 //   linear_regression_bench                          # the GPU's steps at 5M points, 200 epochs
 //   linear_regression_bench --device cpu --json cpu_steps.json
+//   linear_regression_bench --batch-sizes 4K,64K,1M  # part 2: each pipeline's epoch against the batch size
 //
 // A pair of CUDA events around each launcher call (the host clock around each twin on the CPU);
 // the median of each step over the epochs. The run is checked against the float64 reference
@@ -15,6 +16,7 @@
 #include "cuda_check.h"
 #include "gpu_probe.h"
 #include "linear_regression.cuh"
+#include "minibatch.h"
 #include "nvtx.h"
 #include "program.h"
 #include "regression_cli.h"
@@ -126,6 +128,41 @@ StepTimes cpu_step_times(const Dataset& data, const Config& config) {
   return t;
 }
 
+// Part 2's sweep: every pipeline at every batch size, each run checked against the float64
+// reference of its batch order, then its epoch time against the PCIe bound. Where launch and
+// copy latency stop hiding shows as the batch size falls.
+void batch_size_sweep(const Config& config, const std::vector<std::int64_t>& sizes, bool shuffle, int fill_threads,
+                      Report& report) {
+  const Dataset data = make_dataset_cpu(config);
+  const std::int64_t n = data.split.train;
+  Stream compute, copy;
+  const double bound_gbps = pinned_h2d_gbps(n * sizeof(float), copy.get());
+  const double bound_ms = 8.0 * n / (bound_gbps * 1e6);
+  report.out() << "mini-batch sweep: " << n << " training points in host memory, " << config.epochs
+               << " epochs; PCIe bound " << bound_gbps << " GB/s, " << bound_ms << " ms an epoch\n";
+  Table table({{"batch_size", "batch"}, {"pipeline", "pipeline"}, {"epoch_ms", "ms/epoch", 4},
+               {"copy_share", "copy busy %", 1}, {"bound_percent", "% of PCIe bound", 1}, {"check", "check"}});
+  for (const std::int64_t size : sizes) {
+    const BatchPlan plan{size, shuffle, config.seed};
+    validate(plan, n, config.epochs);
+    const TrainingResult want = train_minibatch_reference(data, config, plan);
+    for (int k = 1; k <= kPipelineCount; ++k) {
+      const Pipeline p = static_cast<Pipeline>(k);
+      const MinibatchRun run = train_minibatch_gpu(data, config, plan, p, fill_threads, compute.get(), copy.get());
+      const Check c = check_against(run.result, want);
+      report.check(c.ok, std::string(pipeline_name(p)) + " at batch " + std::to_string(size) + ": " + c.failure);
+      Table::Row& row = table.add_row().set("batch_size", size).set("pipeline", pipeline_name(p));
+      row.set("check", c.ok ? "ok" : "FAILED");
+      if (!c.ok) continue;
+      const double epoch_ms = run.ms / config.epochs;  // the checked run is the timed one: one run a cell
+      row.set("epoch_ms", epoch_ms).set("copy_share", 100.0 * run.copy_busy_ms / run.last_epoch_ms);
+      row.set("bound_percent", 100.0 * bound_ms / epoch_ms);
+    }
+  }
+  table.print(report.out());
+  report.json()["batch_sweep"] = table.json();
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"Chapter 04's harness: the time of each training step per epoch, against the copy ceiling"};
   CommonOptions common;
@@ -137,16 +174,34 @@ int run(int argc, char** argv) {
       ->type_name("DEVICE");
   Config config;
   add_problem_options(app, config);
+  std::string batch_sizes;
+  bool shuffle = false;
+  int fill_threads = 1;
+  app.add_option("--batch-sizes", batch_sizes, "part 2: sweep the mini-batch pipelines over these batch sizes (e.g. 4K,64K,1M)")
+      ->type_name("LIST");
+  app.add_flag("--shuffle", shuffle, "part 2: visit the batches in a new order every epoch");
+  app.add_option("--fill-threads", fill_threads, "part 2: host threads filling pipeline 3's ring")->type_name("T");
   if (auto code = parse_command_line(app, argc, argv)) return *code;
   if (common.quick && app.count("--points") == 0) config.points = 20'011;
   if (common.quick && app.count("--epochs") == 0) config.epochs = 60;
   validate(config);
+  require_at_least("--fill-threads", fill_threads, 1);
+  const bool sweep = app.count("--batch-sizes") > 0;
+  const std::vector<std::int64_t> sizes = sweep ? parse_size_list("--batch-sizes", batch_sizes, 1, config.points)
+                                                : std::vector<std::int64_t>{};
+  if (!sweep && (shuffle || app.count("--fill-threads"))) throw UsageError("--shuffle and --fill-threads need --batch-sizes");
+  if (sweep && device.cpu) throw UsageError("--batch-sizes sweeps the GPU pipelines: not with --device cpu");
+  for (const std::int64_t size : sizes) validate(BatchPlan{size, shuffle, config.seed}, split_of(config.points).train, config.epochs);
   if (!device.cpu) {
     use_device(device.index);
     require_gpu_memory(config.points, config.epochs);
   }
 
   Report report("linear_regression_bench", common.json);
+  if (sweep) {
+    batch_size_sweep(config, sizes, shuffle, fill_threads, report);
+    return report.finish();
+  }
   std::ostream& out = report.out();
   const Split split = split_of(config.points);
   out << "linear_regression_bench: " << config.points << " points (" << split.train << " train), " << config.epochs

@@ -495,3 +495,28 @@ TEST_CASE("program, mini-batches on the GPU: four pipelines checked, timed, agai
     CHECK(row["bound_percent"].get<double>() > 0.0);
   }
 }
+
+TEST_CASE("bench --batch-sizes: refused on the CPU, without a list, or with a size that does not fit") {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--device", "cpu", "--batch-sizes", "4K"}, {"--shuffle"}, {"--batch-sizes", "4K,,8K"},
+        {"--batch-sizes", "0"}, {"--batch-sizes", "20012"}, {"--batch-sizes", "4K", "--fill-threads", "0"}}) {
+    std::vector<std::string> argv{WORKBOOK_BENCH_PROGRAM, "--quick"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProgramResult bad = run_program(argv);
+    CAPTURE(args, bad.err);
+    CHECK(bad.exit_code == 2);
+    CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+  }
+}
+
+TEST_CASE("bench --batch-sizes on the GPU: every pipeline at every size, checked", "[gpu]") {
+  const std::string json = temp_path("batch_sweep.json");
+  const ProgramResult r =
+      run_program({WORKBOOK_BENCH_PROGRAM, "--quick", "--batch-sizes", "1000,4099,16008", "--shuffle", "--json", json});
+  skip_if_no_gpu(r);
+  CAPTURE(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json rows = read_json(json)["batch_sweep"];
+  REQUIRE(rows.size() == 3 * kPipelineCount);
+  for (const auto& row : rows) CHECK(row["check"] == "ok");
+}
