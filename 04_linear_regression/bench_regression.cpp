@@ -6,6 +6,7 @@
 //   linear_regression_bench                          # the GPU's steps at 5M points, 200 epochs
 //   linear_regression_bench --device cpu --json cpu_steps.json
 //   linear_regression_bench --batch-sizes 4K,64K,1M  # part 2: each pipeline's epoch against the batch size
+//   linear_regression_bench --sync-every 1,10,200    # what loss.item() every k epochs costs
 //
 // A pair of CUDA events around each launcher call (the host clock around each twin on the CPU);
 // the median of each step over the epochs. The run is checked against the float64 reference
@@ -30,6 +31,7 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -163,6 +165,47 @@ void batch_size_sweep(const Config& config, const std::vector<std::int64_t>& siz
   report.json()["batch_sweep"] = table.json();
 }
 
+// The cost of a synchronization point: the lesson's loop reads the loss (loss.item()) every k
+// epochs and the host waits for it; with k = 1 the GPU idles for a round trip every epoch.
+void sync_cost(const Config& base, const std::vector<std::int64_t>& every, Report& report) {
+  Stream stream;
+  Table table({{"sync_every", "loss read every"}, {"syncs", "host waits"}, {"ms", "ms", 3},
+               {"us_per_epoch", "us/epoch", 2}, {"extra_us_per_sync", "us per wait", 2}, {"check", "check"}});
+  std::optional<double> fewest_ms;  // the run with the fewest waits, for the cost of one more
+  std::int64_t fewest_syncs = 0;
+  std::vector<std::pair<std::int64_t, double>> timed;
+  for (const std::int64_t k : every) {
+    Config config = base;
+    config.print_every = static_cast<int>(k);
+    GpuRegression gpu(config, stream.get());
+    const TrainingResult want = train_reference(gpu.copy_dataset(), config);
+    const Check c = check_against(gpu.train(), want);
+    report.check(c.ok, "--sync-every " + std::to_string(k) + ": " + c.failure);
+    const std::int64_t syncs = (config.epochs + k - 1) / k;
+    Table::Row& row = table.add_row().set("sync_every", k).set("syncs", syncs).set("check", c.ok ? "ok" : "FAILED");
+    if (!c.ok) continue;
+    std::vector<double> ms;
+    for (int i = 0; i < 7; ++i) ms.push_back(gpu.train().training_ms);
+    ms.erase(ms.begin(), ms.begin() + 2);  // warm-up
+    const double t = median(ms);
+    row.set("ms", t).set("us_per_epoch", 1e3 * t / config.epochs);
+    timed.emplace_back(syncs, t);
+    if (!fewest_ms || syncs < fewest_syncs) {
+      fewest_ms = t;
+      fewest_syncs = syncs;
+    }
+  }
+  for (std::size_t i = 0, r = 0; i < table.rows().size(); ++i) {
+    if (!table.rows()[i].cells().contains("ms")) continue;
+    const auto [syncs, t] = timed[r++];
+    if (syncs > fewest_syncs) table.rows()[i].set("extra_us_per_sync", 1e3 * (t - *fewest_ms) / (syncs - fewest_syncs));
+  }
+  report.out() << "the loss read back every k epochs (" << base.epochs << " epochs, median of 5 runs, CUDA events"
+               << " around the loop):\n";
+  table.print(report.out());
+  report.json()["sync_cost"] = table.json();
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"Chapter 04's harness: the time of each training step per epoch, against the copy ceiling"};
   CommonOptions common;
@@ -174,12 +217,14 @@ int run(int argc, char** argv) {
       ->type_name("DEVICE");
   Config config;
   add_problem_options(app, config);
-  std::string batch_sizes;
+  std::string batch_sizes, sync_every;
   bool shuffle = false;
   int fill_threads = 1;
   app.add_option("--batch-sizes", batch_sizes, "part 2: sweep the mini-batch pipelines over these batch sizes (e.g. 4K,64K,1M)")
       ->type_name("LIST");
   app.add_flag("--shuffle", shuffle, "part 2: visit the batches in a new order every epoch");
+  app.add_option("--sync-every", sync_every, "time the loop with the loss read every k epochs, for each k (e.g. 1,10,200)")
+      ->type_name("LIST");
   app.add_option("--fill-threads", fill_threads, "part 2: host threads filling pipeline 3's ring")->type_name("T");
   if (auto code = parse_command_line(app, argc, argv)) return *code;
   if (common.quick && app.count("--points") == 0) config.points = 20'011;
@@ -187,6 +232,10 @@ int run(int argc, char** argv) {
   validate(config);
   require_at_least("--fill-threads", fill_threads, 1);
   const bool sweep = app.count("--batch-sizes") > 0;
+  const std::vector<std::int64_t> every = app.count("--sync-every")
+                                              ? parse_size_list("--sync-every", sync_every, 1, config.epochs)
+                                              : std::vector<std::int64_t>{};
+  if (!every.empty() && (sweep || device.cpu)) throw UsageError("--sync-every times the GPU loop alone: not with --batch-sizes or --device cpu");
   const std::vector<std::int64_t> sizes = sweep ? parse_size_list("--batch-sizes", batch_sizes, 1, config.points)
                                                 : std::vector<std::int64_t>{};
   if (!sweep && (shuffle || app.count("--fill-threads"))) throw UsageError("--shuffle and --fill-threads need --batch-sizes");
@@ -200,6 +249,10 @@ int run(int argc, char** argv) {
   Report report("linear_regression_bench", common.json);
   if (sweep) {
     batch_size_sweep(config, sizes, shuffle, fill_threads, report);
+    return report.finish();
+  }
+  if (!every.empty()) {
+    sync_cost(config, every, report);
     return report.finish();
   }
   std::ostream& out = report.out();

@@ -496,10 +496,12 @@ TEST_CASE("program, mini-batches on the GPU: four pipelines checked, timed, agai
   }
 }
 
-TEST_CASE("bench --batch-sizes: refused on the CPU, without a list, or with a size that does not fit") {
+TEST_CASE("bench --batch-sizes and --sync-every: refused on the CPU, together, or with a value that does not fit") {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--device", "cpu", "--batch-sizes", "4K"}, {"--shuffle"}, {"--batch-sizes", "4K,,8K"},
-        {"--batch-sizes", "0"}, {"--batch-sizes", "20012"}, {"--batch-sizes", "4K", "--fill-threads", "0"}}) {
+        {"--batch-sizes", "0"}, {"--batch-sizes", "20012"}, {"--batch-sizes", "4K", "--fill-threads", "0"},
+        {"--sync-every", "0"}, {"--sync-every", "61"}, {"--sync-every", "1", "--device", "cpu"},
+        {"--sync-every", "1", "--batch-sizes", "4K"}}) {
     std::vector<std::string> argv{WORKBOOK_BENCH_PROGRAM, "--quick"};
     argv.insert(argv.end(), args.begin(), args.end());
     const ProgramResult bad = run_program(argv);
@@ -519,4 +521,20 @@ TEST_CASE("bench --batch-sizes on the GPU: every pipeline at every size, checked
   const nlohmann::json rows = read_json(json)["batch_sweep"];
   REQUIRE(rows.size() == 3 * kPipelineCount);
   for (const auto& row : rows) CHECK(row["check"] == "ok");
+}
+
+TEST_CASE("bench --sync-every on the GPU: every read interval checked and timed, the cost of one wait", "[gpu]") {
+  const std::string json = temp_path("sync_cost.json");
+  const ProgramResult r = run_program({WORKBOOK_BENCH_PROGRAM, "--quick", "--sync-every", "1,10,60", "--json", json});
+  skip_if_no_gpu(r);
+  CAPTURE(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json rows = read_json(json)["sync_cost"];
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0]["syncs"] == 60);  // --quick: 60 epochs
+  CHECK(rows[1]["syncs"] == 6);
+  CHECK(rows[2]["syncs"] == 1);
+  for (const auto& row : rows) CHECK(row["check"] == "ok");
+  CHECK(rows[0].contains("extra_us_per_sync"));
+  CHECK_FALSE(rows[2].contains("extra_us_per_sync"));  // the fewest waits: the baseline
 }
