@@ -116,6 +116,7 @@ TrainingResult train_minibatch_cpu(const Dataset& data, const Config& config, co
   std::vector<float> pred(data.x.size());
   float w = kInitialW, b = kInitialB;
   TrainingResult r;
+  const auto start = std::chrono::steady_clock::now();
   for (int epoch = 0; epoch < config.epochs; ++epoch) {
     double epoch_loss = 0.0;
     for (const std::int64_t k : batch_order(batches, plan, epoch)) {
@@ -135,6 +136,7 @@ TrainingResult train_minibatch_cpu(const Dataset& data, const Config& config, co
       return r;
     }
   }
+  r.training_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   forward_cpu(data.x.data() + n, w, b, pred.data() + n, data.split.test);
   r.test_mse = mse_loss_cpu(pred.data() + n, data.y.data() + n, data.split.test);
   r.w = w;

@@ -439,6 +439,7 @@ TEST_CASE("program, mini-batches on the CPU: checked against the batch-order ref
   const nlohmann::json rows = read_json(json)["minibatch"];
   REQUIRE(rows.size() == 1);
   CHECK(rows[0]["check"] == "ok");
+  CHECK(rows[0]["epoch_ms"].get<double>() > 0.0);
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--batch-size", "0"}, {"--batch-size", "16009"}, {"--shuffle"}, {"--fill-threads", "2"},
         {"--batch-size", "1", "--epochs", "1000"}, {"--batch-size", "64", "--fill-threads", "0"}}) {
