@@ -3,6 +3,7 @@
 
 #include "cuda_check.h"
 #include "format.h"
+#include "table.h"
 
 #include <algorithm>
 #include <ostream>
@@ -123,5 +124,20 @@ void report_waits(const Waits& w, workbook::Report& report) {
   }
   report.json()["waits"] = {{"short_job_ms", w.short_job_ms}, {"long_job_ms", w.long_job_ms}, {"methods", methods}};
 }
+
+void report_default_stream(const std::vector<DefaultStreamCase>& cases, long long kernel_ns, workbook::Report& report) {
+  workbook::Table table({{"case", "kernel A on, then kernel B on"}, {"waited", "B waited for A"},
+               {"b_start_after_a_start_us", "B started after A (us)", 0}});
+  for (const DefaultStreamCase& c : cases) {
+    table.add_row().set("case", c.name).set("waited", c.waited).set("b_start_after_a_start_us", c.b_start_after_a_start_us);
+  }
+  report.out() << "the default stream: two " << kernel_ns / 1'000'000.0 << " ms kernels, A then B, stamped on the GPU:\n";
+  table.print(report.out());
+  report.json()["default_stream"] = table.json();
+  // Only the first is a guarantee; whether the others overlap depends on free SMs (and a sanitizer
+  // may run kernels one at a time).
+  report.check(cases.at(0).waited, "a kernel on the legacy default stream did not wait for a blocking stream's kernel");
+}
+
 
 }  // namespace streams_events

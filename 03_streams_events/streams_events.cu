@@ -547,7 +547,8 @@ int run(int argc, char** argv) {
   check_ordering(batch, schedules.article, schedules.ordering, o.producer_delay_us, serial, report);
   check_schedules(schedules, batch, serial, report);
 
-  // 2. Time: the queue (story 1), the stages and every schedule (stories 2 and 3), the waits (story 4).
+  // 2. Time: the queue (story 1), the stages and every schedule (stories 2 and 3), the waits
+  //    (story 4), the default stream (story 5, default_stream.cu).
   const long long kernel_ns = o.common.quick ? 5'000'000 : 20'000'000;
   report_asynchrony(measure_asynchrony(kernel_ns, o.common.quick ? 2 : 5), kernel_ns, report);
 
@@ -557,6 +558,7 @@ int run(int argc, char** argv) {
 
   const long long short_ns = o.common.quick ? 200'000 : 2'000'000;
   report_waits(measure_waits(short_ns, 4 * short_ns, o.common.quick ? 2 : 5), report);
+  report_default_stream(measure_default_stream(kernel_ns / 4), kernel_ns / 4, report);  // story 5
   return report.finish();
 }
 

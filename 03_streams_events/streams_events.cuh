@@ -22,6 +22,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace streams_events {
@@ -133,6 +134,15 @@ struct Waits {
   std::vector<Wait> methods;
 };
 Waits measure_waits(long long short_ns, long long long_ns, int repeats);
+
+// Story 5 (default_stream.cu): kernel A on one stream, then kernel B on another; did B wait?
+// The legacy default stream waits for blocking streams; non-blocking and per-thread ones do not.
+struct DefaultStreamCase {
+  std::string name;
+  bool waited = false;                    // B started after A ended (GPU clock stamps)
+  double b_start_after_a_start_us = 0.0;
+};
+std::vector<DefaultStreamCase> measure_default_stream(long long kernel_ns);
 
 // The stages of the whole batch, each alone on one stream; both copies at once on two streams;
 // and the serial schedule. Rates from the medians.

@@ -333,6 +333,13 @@ TEST_CASE("asynchrony: the launch returns before the GPU is done, the read waits
   CHECK(methods[0]["call"] == "cudaDeviceSynchronize");
   CHECK(methods[3]["call"] == "cudaStreamWaitEvent(C, a_done)");
   for (const auto& m : methods) CHECK(m["blocked_us"]["median"].get<double>() >= 0.0);
+  // The default stream: a kernel on the legacy default stream waits for a blocking stream's
+  // kernel (a guarantee, stamped by the GPU's clock); whether the other cases overlap depends on
+  // free SMs, so only that each was run.
+  const nlohmann::json& cases = j["default_stream"];
+  REQUIRE(cases.size() == 4);
+  CHECK(cases[0]["waited"] == true);
+  CHECK(cases[0]["b_start_after_a_start_us"].get<double>() > 0.0);
   std::remove(json.c_str());
 }
 
