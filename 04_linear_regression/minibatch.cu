@@ -294,7 +294,9 @@ class PinnedRing {
       x_.emplace_back(batch_size);
       y_.emplace_back(batch_size);
     }
-    for (int f = 0; f < threads; ++f) fillers_.emplace_back([this, f, threads] { fill(f, threads); });
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));  // a new host thread starts on device 0: give it ours
+    for (int f = 0; f < threads; ++f) fillers_.emplace_back([this, f, threads, device] { fill(f, threads, device); });
   }
   ~PinnedRing() {
     {
@@ -328,8 +330,9 @@ class PinnedRing {
   Event& copied(int slot) { return copied_[slot]; }
 
  private:
-  void fill(int f, int threads) {
+  void fill(int f, int threads, int device) {
     try {
+      CUDA_CHECK(cudaSetDevice(device));
       for (std::int64_t i = f; i < s_.steps; i += threads) {
         const int slot = static_cast<int>(i % kRingSlots);
         if (i >= kRingSlots) {  // the slot's previous batch must have been copied out
