@@ -432,6 +432,42 @@ def main():
         out["waits"]["methods"].append({"call": name, "blocked_us": stats(us)})
         print(f"  {name:<30s} {stats(us)['median']:10.1f} us", file=log)
 
+    # 5. The default stream. PyTorch's streams (torch.cuda.Stream()) come from a pool made with
+    # cudaStreamNonBlocking, so the legacy default stream does not wait for them, nor they for it:
+    # only wait_stream / wait_event orders them. Kernel A on one stream, then B on another; B's
+    # start is read as (A's start to B's end) minus B's own length, both from CUDA events.
+    kernel_ms = 2.5 * short_ms
+    side, other_side, default = torch.cuda.Stream(), torch.cuda.Stream(), torch.cuda.default_stream()
+
+    def a_then_b(first, second, wait):
+        torch.cuda.synchronize()
+        a_start, b_end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        with torch.cuda.stream(first):
+            a_start.record()
+            torch.cuda._sleep(int(kernel_ms * cpm))
+        with torch.cuda.stream(second):
+            if wait:
+                second.wait_stream(first)
+            torch.cuda._sleep(int(kernel_ms * cpm))
+            b_end.record()
+        torch.cuda.synchronize()
+        after_us = 1e3 * (a_start.elapsed_time(b_end) - kernel_ms)
+        return {"waited": after_us >= 0.9e3 * kernel_ms, "b_start_after_a_start_us": after_us}
+
+    cases = [("torch.cuda.Stream(), then the default stream", side, default, False),
+             ("torch.cuda.Stream(), then the default stream after wait_stream", side, default, True),
+             ("the default stream, then torch.cuda.Stream()", default, side, False),
+             ("two torch.cuda.Stream()s", side, other_side, False)]
+    out["default_stream"] = []
+    print(f"the default stream: two {kernel_ms:g} ms kernels, A then B (B's start from CUDA events):", file=log)
+    for name, first, second, wait in cases:
+        row = dict(case=name, **a_then_b(first, second, wait))
+        out["default_stream"].append(row)
+        print(f"  {name:<62s} waited {'yes' if row['waited'] else 'no ':3s} "
+              f"B started {row['b_start_after_a_start_us']:8.0f} us after A", file=log)
+    if not out["default_stream"][1]["waited"]:
+        failures.append("the default stream did not wait for a side stream after wait_stream")
+
     out["passed"] = not failures
     out["failures"] = failures
     if a.json:
