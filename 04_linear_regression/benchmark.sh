@@ -20,6 +20,11 @@ python3 "$here/pytorch_regression.py" --device cuda --json "$results/pytorch_cud
   | tee "$results/pytorch_cuda.txt" || status=1
 python3 "$here/pytorch_regression.py" --device cpu --json "$results/pytorch_cpu.json" \
   | tee "$results/pytorch_cpu.txt" || status=1
+# Part 2: mini-batches from host memory, CUDA pipelines then PyTorch's, the same batches in the same order.
+"$build/linear_regression" --batch-size 64K --shuffle --json "$results/minibatch.json" | tee "$results/minibatch.txt" \
+  || status=1
+python3 "$here/pytorch_minibatch.py" --batch-size 64K --shuffle --epochs 20 --repeats 1 --json "$results/pytorch_minibatch.json" \
+  | tee "$results/pytorch_minibatch.txt" || status=1
 # The divergence case, for the README: stops with "diverged at epoch k" and exit 1.
 "$build/linear_regression" --lr 1.0 >"$results/diverge.txt" 2>&1 && status=1 || true
 python3 "$here/plot_regression.py" "$results" | tee "$results/summary.txt" || status=1

@@ -431,7 +431,7 @@ int run(int argc, char** argv) {
   out << "linear_regression: y = w*X + b by " << (minibatch ? "mini-batch" : "full-batch") << " SGD, " << config.points << " points (" << split.train
       << " train, " << split.test << " test), " << config.epochs << " epochs, lr " << config.lr << ", noise "
       << config.noise << " (seed " << config.seed << ")\n"
-      << "device: " << device.name() << " (" << device_name << "); data made on the " << (device.cpu ? "host" : "GPU")
+      << "device: " << device.name() << " (" << device_name << "); data made on the " << (device.cpu || minibatch ? "host" : "GPU")
       << ": X = i * 2e-6, y = 0.7 X + 0.3" << (config.noise > 0 ? " + noise" : "") << "\n";
 
   // Part 2: the training set in host memory, mini-batches brought to the GPU (minibatch.cu).

@@ -46,7 +46,7 @@ BatchSlice batch_slice(std::int64_t k, std::int64_t train_points, std::int64_t b
 
 // The order of the batches in `epoch`: 0, 1, ... unshuffled; otherwise a Fisher-Yates shuffle
 // driven by splitmix64 seeded with (seed, epoch), a generator small enough to restate in Python
-// (pytorch_regression.py does) so that both sides visit the batches in the same order.
+// (common/regression_torch.py does) so that both sides visit the batches in the same order.
 std::vector<std::int64_t> batch_order(std::int64_t batches, const BatchPlan& plan, int epoch);
 
 // The next number of splitmix64 (Steele, Lea and Flood), advancing `state`.

@@ -501,6 +501,34 @@ TEST_CASE("program, mini-batches on the GPU: four pipelines checked, timed, agai
   }
 }
 
+TEST_CASE("pytorch_minibatch.py: the DataLoader and pinned-slice runs match the reference and the CUDA pipelines",
+          "[pytorch]") {
+  require_torch_cuda(WORKBOOK_PYTHON);
+  const std::string ours = temp_path("cuda_minibatch.json");
+  const std::string theirs = temp_path("torch_minibatch.json");
+  const ProgramResult a = run_program({WORKBOOK_PROGRAM, "--quick", "--batch-size", "4096", "--shuffle", "--json", ours});
+  skip_if_no_gpu(a);
+  REQUIRE(a.exit_code == 0);
+  const ProgramResult b = run_program({WORKBOOK_PYTHON, std::string(WORKBOOK_CHAPTER_DIR) + "/pytorch_minibatch.py", "--quick",
+                                       "--batch-size", "4096", "--shuffle", "--json", theirs});
+  CAPTURE(b.out, b.err);
+  REQUIRE(b.exit_code == 0);
+  const nlohmann::json t = read_json(theirs);
+  CHECK(t["passed"] == true);
+  const nlohmann::json cuda_row = read_json(ours)["minibatch"][0];
+  int checked = 0;
+  for (const auto& row : t["minibatch"]) {
+    CAPTURE(row.dump());
+    CHECK(row["epoch_ms"].get<double>() > 0.0);
+    if (row["check"] == "not checked") continue;  // per_sample: another order
+    CHECK(row["check"] == "ok");
+    CHECK(within(row["w"].get<double>(), cuda_row["w"].get<double>(), kParameterTolerance));
+    CHECK(within(row["b"].get<double>(), cuda_row["b"].get<double>(), kParameterTolerance));
+    ++checked;
+  }
+  CHECK(checked == 4);  // pageable, dataloader without and with workers, pinned_slices
+}
+
 TEST_CASE("bench --batch-sizes and --sync-every: refused on the CPU, together, or with a value that does not fit") {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--device", "cpu", "--batch-sizes", "4K"}, {"--shuffle"}, {"--batch-sizes", "4K,,8K"},
