@@ -6,7 +6,7 @@
 // draws it as a PNG).
 //
 //   streams_events_bench --trace trace.json                        # K = 4 and the article's two streams
-//   streams_events_bench --trace t.json --trace-streams 3 --iterations 2004   # the lesson run's workload
+//   streams_events_bench --trace t.json --trace-streams 3 --iterations 2003   # the lesson run's workload
 //
 // A bar starts when its stream reaches the operation, not when a copy engine or the SMs take it
 // up, and the extra events make the traced run a little slower than the lesson's timed one. The
