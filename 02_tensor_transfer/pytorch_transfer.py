@@ -12,7 +12,6 @@ with a synchronize where the host's own work is part of the cost), same checks (
 is compared with its source), so plot_transfer.py can draw both programs on one chart.
 Exit codes as the C++ programs: 0 PASS, 1 FAIL, 2 bad usage (a GPU that does not exist), 77 no GPU.
 """
-import json
 import os
 import statistics
 import sys
@@ -20,7 +19,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, device_index  # noqa: E402  (cli.h's flag rules)
+from workbook_cli import Parser, device_index, write_json  # noqa: E402  (cli.h's flag rules)
 
 torch = needs("torch")
 
@@ -372,12 +371,7 @@ def main():
     m.update(total_bytes=total, free_before_bytes=free_before, free_after_free_bytes=free_after)
     report.update(program="pytorch_transfer", passed=not failures, failures=failures)
     if args.json:
-        text = json.dumps(report, indent=2) + "\n"
-        if args.json == "-":
-            sys.__stdout__.write(text)
-        else:
-            with open(args.json, "w") as f:
-                f.write(text)
+        write_json(args.json, report)
     print("PASS" if not failures else f"FAIL: {failures[0]}")
     return 0 if not failures else 1
 

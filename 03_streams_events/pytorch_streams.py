@@ -15,8 +15,6 @@ The compute stage is one elementwise kernel per chunk, compiled at run time by P
 (torch.cuda.jiterator._create_jit_fn, beta): in eager PyTorch a loop of N multiply-adds would be N
 kernel launches, which would measure Python, not streams.
 """
-import argparse
-import json
 import os
 import statistics
 import struct
@@ -25,7 +23,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, device_index, int_list, integer, size  # noqa: E402  (cli.h's flag rules)
+from workbook_cli import Parser, device_index, int_list, integer, size, write_json  # noqa: E402  (cli.h's flag rules)
 
 np = needs("numpy")
 torch = needs("torch")
@@ -471,12 +469,7 @@ def main():
     out["passed"] = not failures
     out["failures"] = failures
     if a.json:
-        text = json.dumps(out, indent=2)
-        if a.json == "-":
-            print(text)
-        else:
-            with open(a.json, "w") as f:
-                f.write(text + "\n")
+        write_json(a.json, out)
     print("PASS" if not failures else "FAIL: " + failures[0], file=log)
     return 0 if not failures else 1
 

@@ -22,8 +22,6 @@ plus 1e-9 absolute, the float32 rounding floor that noise-free mini-batch SGD re
     python3 pytorch_minibatch.py --batch-size 64K --shuffle --repeats 1 --json pytorch_minibatch.json
     python3 pytorch_minibatch.py --quick --batch-size 4096 --shuffle    # what the tests run
 """
-import json
-import math
 import os
 import statistics
 import sys
@@ -31,7 +29,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, device_index, integer, number, size  # noqa: E402  (cli.h's flag rules)
+from workbook_cli import Parser, device_index, integer, number, size, write_json  # noqa: E402  (cli.h's flag rules)
 from regression_torch import batch_order, make_data  # noqa: E402  (shared with 05: the data, the batch order)
 
 np = needs("numpy")
@@ -324,12 +322,7 @@ def main():
            "shuffle": args.shuffle, "num_workers": args.num_workers, "repeats": args.repeats,
            "minibatch": rows, "passed": not failures, "failures": failures}
     if args.json:
-        text = json.dumps(out, indent=2) + "\n"
-        if args.json == "-":
-            sys.stdout.write(text)
-        else:
-            with open(args.json, "w") as f:
-                f.write(text)
+        write_json(args.json, out)
     print("PASS" if not failures else f"FAIL: {failures[0]}", file=log)
     return 0 if not failures else 1
 

@@ -10,7 +10,6 @@ warm-up runs first, then the median of repeated runs (CUDA events on cuda, the h
     python3 pytorch_regression.py --device cuda --json pytorch_cuda.json
     python3 pytorch_regression.py --device cpu
 """
-import json
 import math
 import os
 import statistics
@@ -18,7 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, device_name, integer, number, size  # noqa: E402  (cli.h's flag rules)
+from workbook_cli import Parser, device_name, integer, number, size, write_json  # noqa: E402  (cli.h's flag rules)
 from regression_torch import make_data, train  # noqa: E402  (the data, the timer and the eager loop, shared with 05)
 
 torch = needs("torch")
@@ -89,12 +88,7 @@ def main():
         out.update(passed=True, failures=[])
         code = 0
     if args.json:
-        text = json.dumps(out, indent=2) + "\n"
-        if args.json == "-":
-            sys.stdout.write(text)
-        else:
-            with open(args.json, "w") as f:
-                f.write(text)
+        write_json(args.json, out)
     print("PASS" if code == 0 else f"FAIL: diverged at epoch {result['diverged_at']}", file=log)
     return code
 

@@ -24,6 +24,7 @@ The type= helpers raise UsageError, which Parser.parse_args turns into the one l
 errors (an unknown flag, a missing value) go through the same line.
 """
 import argparse
+import json
 import math
 import sys
 
@@ -220,3 +221,15 @@ def device_index(text):
 def device_name(text):
     """type= for a --device that also takes cpu: the string for torch.device ("cpu", "cuda", "cuda:N")."""
     return parse_device(text, cpu=True)
+
+
+def write_json(target, result):
+    """--json [FILE] as the C++ programs take it: the results to FILE, or to stdout for "-" (the
+    script then prints its report on stderr, so that stdout is the JSON alone)."""
+    text = json.dumps(result, indent=2) + "\n"
+    if target == "-":
+        sys.__stdout__.write(text)
+        sys.__stdout__.flush()
+    else:
+        with open(target, "w") as f:
+            f.write(text)
