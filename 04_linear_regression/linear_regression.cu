@@ -77,10 +77,17 @@ void mse_backward_cpu(const float* pred, const float* y, const float* x, std::in
 
 void sgd_step_cpu(float* param, float grad, float lr) { *param -= lr * grad; }
 
+float test_mse_cpu(const Dataset& data, float w, float b) {
+  const std::int64_t n = data.split.train;
+  std::vector<float> pred(static_cast<std::size_t>(data.split.test));
+  forward_cpu(data.x.data() + n, w, b, pred.data(), data.split.test);
+  return mse_loss_cpu(pred.data(), data.y.data() + n, data.split.test);
+}
+
 TrainingResult train_cpu(const Dataset& data, const Config& config, const LossPrinter& print) {
   const std::int64_t n = data.split.train;
   const float lr = static_cast<float>(config.lr);
-  std::vector<float> pred(data.x.size());
+  std::vector<float> pred(static_cast<std::size_t>(n));
   float w = kInitialW, b = kInitialB;
   TrainingResult r;
   const auto start = std::chrono::steady_clock::now();
@@ -100,9 +107,7 @@ TrainingResult train_cpu(const Dataset& data, const Config& config, const LossPr
   }
   r.training_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (r.diverged_at) return r;
-  // The test loss: forward and loss on the last 20%, outside the timed loop.
-  forward_cpu(data.x.data() + n, w, b, pred.data() + n, data.split.test);
-  r.test_mse = mse_loss_cpu(pred.data() + n, data.y.data() + n, data.split.test);
+  r.test_mse = test_mse_cpu(data, w, b);
   r.w = w;
   r.b = b;
   return r;

@@ -27,6 +27,9 @@ using LossPrinter = std::function<void(int epoch, double loss)>;
 // The CPU twins of the kernels, one per training step, in float32 like a float32 PyTorch model.
 void forward_cpu(const float* x, float w, float b, float* pred, std::int64_t n);
 float mse_loss_cpu(const float* pred, const float* y, std::int64_t n);
+// The MSE of w, b on the test points (the last 20% of `data`), with the two twins above: how every
+// CPU and mini-batch run of this chapter scores its result, outside its timed loop.
+float test_mse_cpu(const Dataset& data, float w, float b);
 void mse_backward_cpu(const float* pred, const float* y, const float* x, std::int64_t n, float* grad_w,
                       float* grad_b);
 void sgd_step_cpu(float* param, float grad, float lr);

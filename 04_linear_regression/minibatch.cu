@@ -118,7 +118,7 @@ TrainingResult train_minibatch_cpu(const Dataset& data, const Config& config, co
   const std::int64_t n = data.split.train;
   const std::int64_t batches = batch_count(n, plan.batch_size);
   const float lr = static_cast<float>(config.lr);
-  std::vector<float> pred(data.x.size());
+  std::vector<float> pred(static_cast<std::size_t>(plan.batch_size));
   float w = kInitialW, b = kInitialB;
   TrainingResult r;
   const auto start = std::chrono::steady_clock::now();
@@ -142,8 +142,7 @@ TrainingResult train_minibatch_cpu(const Dataset& data, const Config& config, co
     }
   }
   r.training_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  forward_cpu(data.x.data() + n, w, b, pred.data() + n, data.split.test);
-  r.test_mse = mse_loss_cpu(pred.data() + n, data.y.data() + n, data.split.test);
+  r.test_mse = test_mse_cpu(data, w, b);
   r.w = w;
   r.b = b;
   return r;
@@ -494,9 +493,7 @@ MinibatchRun train_minibatch_gpu(const Dataset& data, const Config& config, cons
   if (run.result.diverged_at) run.result.losses.resize(*run.result.diverged_at + 1);
   run.result.w = wb[0];
   run.result.b = wb[1];
-  std::vector<float> pred(data.split.test);
-  forward_cpu(data.x.data() + n, wb[0], wb[1], pred.data(), data.split.test);
-  run.result.test_mse = mse_loss_cpu(pred.data(), data.y.data() + n, data.split.test);
+  run.result.test_mse = test_mse_cpu(data, wb[0], wb[1]);
   return run;
 }
 
