@@ -275,6 +275,8 @@ GpuRegression::GpuRegression(const Config& config, cudaStream_t stream)
 }
 
 Dataset GpuRegression::copy_dataset() const {
+  workbook::require_host_memory("--points " + std::to_string(config_.points) + " (the data read back for the reference)",
+                                workbook::ByteCount().add(config_.points, sizeof(float), 2));
   Dataset d;
   d.split = split_;
   d.x.resize(config_.points);
@@ -430,6 +432,7 @@ int run(int argc, char** argv) {
     device_name = prop.name;
     require_gpu_memory(config.points, config.epochs);
   }
+  if (device.cpu || minibatch) require_host_dataset(config);  // the training set is made on the host
   Report report("linear_regression", common.json);
   std::ostream& out = report.out();
   const Split split = split_of(config.points);

@@ -5,8 +5,12 @@
 
 #include <cuda_runtime_api.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <fstream>
 #include <limits>
+#include <sstream>
 
 namespace workbook {
 
@@ -56,6 +60,35 @@ void require_gpu_memory(const std::string& what, const ByteCount& needed) {
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   throw GpuMemoryError(gpu_memory_shortfall(what, needed, free_bytes, total_bytes, device));
+}
+
+std::string host_memory_shortfall(const std::string& what, const ByteCount& needed, std::size_t available_bytes,
+                                  std::size_t total_bytes) {
+  const std::string amount = needed.saturated() ? "more than 16 EiB (its byte count overflows 64 bits)"
+                                                : mib(needed.bytes());
+  return what + " needs " + amount + " of host memory, but only " + mib(available_bytes) + " of " +
+         mib(total_bytes) + " are available";
+}
+
+std::size_t available_host_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    std::size_t kib = 0;
+    if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024;
+  }
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : kMax;
+}
+
+void require_host_memory(const std::string& what, const ByteCount& needed) {
+  const std::size_t available = available_host_memory();
+  if (!needed.saturated() && needed.bytes() <= available) return;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const std::size_t total = pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : 0;
+  throw HostMemoryError(host_memory_shortfall(what, needed, available, total));
 }
 
 }  // namespace workbook

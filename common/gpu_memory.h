@@ -48,4 +48,19 @@ std::string gpu_memory_shortfall(const std::string& what, const ByteCount& neede
 // `needed` is more than is free. Call it before the allocations it counts.
 void require_gpu_memory(const std::string& what, const ByteCount& needed);
 
+// The same question for host memory (a training set made or read back on the host): without it
+// a size too large for the machine ends in std::bad_alloc, or in the kernel's out-of-memory killer.
+class HostMemoryError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+// "<what> needs X MiB of host memory, but only Y MiB of Z MiB are available" (pure, testable).
+std::string host_memory_shortfall(const std::string& what, const ByteCount& needed, std::size_t available_bytes,
+                                  std::size_t total_bytes);
+// Available host memory: MemAvailable of /proc/meminfo (what the kernel can give without
+// swapping), or the free pages where there is none.
+std::size_t available_host_memory();
+// Throws HostMemoryError when `needed` is more than available_host_memory().
+void require_host_memory(const std::string& what, const ByteCount& needed);
+
 }  // namespace workbook

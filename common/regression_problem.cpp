@@ -3,6 +3,7 @@
 
 #include "curand_generator.h"
 #include "exit_codes.h"
+#include "gpu_memory.h"
 
 #include <algorithm>
 #include <cmath>
@@ -47,7 +48,13 @@ float y_clean(float x) {
 
 std::int64_t noise_count(std::int64_t points) { return (points + 1) / 2 * 2; }
 
+void require_host_dataset(const Config& config) {
+  require_host_memory("--points " + std::to_string(config.points) + " (the data set on the host)",
+                      ByteCount().add(config.points, sizeof(float), 4));
+}
+
 Dataset make_dataset_cpu(const Config& config) {
+  require_host_dataset(config);
   Dataset d;
   d.split = split_of(config.points);
   d.x.resize(config.points);

@@ -69,6 +69,9 @@ float y_clean(float x);
 // The host-side twin of the GPU's data: the same formula, and the noise from cuRAND's host
 // generator (Philox4x32-10, same seed) instead of its device generator. Runs without a GPU.
 Dataset make_dataset_cpu(const Config& config);
+// What make_dataset_cpu asks of the host before it allocates (x, y, and as much again for what a
+// CPU run keeps beside them): throws HostMemoryError, one line naming --points, when it does not fit.
+void require_host_dataset(const Config& config);
 
 // Normals the noise needs: cuRAND's Box-Muller makes them in pairs, so an even count.
 std::int64_t noise_count(std::int64_t points);

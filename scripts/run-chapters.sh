@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run-chapters.sh: install what is missing, configure, build, and run every chapter in order.
-# A chapter that needs a GPU says so (exit 77) on a machine without one, and the run goes on.
+# A chapter that needs a GPU says so (exit 77) on a machine without one, and the run goes on; one
+# whose program also takes `--device cpu` (04: the same training on the CPU twins) then runs that way.
 #
 #   scripts/run-chapters.sh              # full runs
 #   scripts/run-chapters.sh --quick      # extra arguments go to every program
@@ -12,6 +13,7 @@ workbook_build
 
 failed=()
 skipped=()
+on_cpu=()
 for dir in [0-9][0-9]_*/; do
   chapter=${dir%/}
   program=${chapter#[0-9][0-9]_}
@@ -25,7 +27,22 @@ for dir in [0-9][0-9]_*/; do
   seconds=$(awk -v from="$started" -v to="$EPOCHREALTIME" 'BEGIN { printf "%.1f", to - from }')
   case $status in
     0) echo "($chapter: passed in $seconds s)" ;;
-    77) echo "($chapter skipped: no usable GPU)"; skipped+=("$chapter") ;;
+    77)
+      if "$workbook_build_dir/$chapter/$program" --help 2>/dev/null | grep -q 'cpu, N'; then
+        echo "($chapter: no usable GPU; running it on the CPU instead: $program --device cpu)"
+        set +e
+        "$workbook_build_dir/$chapter/$program" "$@" --device cpu
+        status=$?
+        set -e
+        seconds=$(awk -v from="$started" -v to="$EPOCHREALTIME" 'BEGIN { printf "%.1f", to - from }')
+        if ((status == 0)); then
+          echo "($chapter: passed on the CPU in $seconds s)"; on_cpu+=("$chapter")
+        else
+          echo "($chapter: exit $status on the CPU after $seconds s)"; failed+=("$chapter --device cpu (exit $status)")
+        fi
+      else
+        echo "($chapter skipped: no usable GPU)"; skipped+=("$chapter")
+      fi ;;
     *) echo "($chapter: exit $status after $seconds s)"; failed+=("$chapter (exit $status)") ;;
   esac
 done
@@ -37,4 +54,7 @@ if ((${#skipped[@]})); then
   printf '\nEvery chapter ran; %d of them need a GPU and were skipped: %s\n' "${#skipped[@]}" "${skipped[*]}"
 else
   printf '\nEvery chapter ran and passed.\n'
+fi
+if ((${#on_cpu[@]})); then
+  printf 'Without a GPU, %s ran on the CPU (--device cpu) and passed.\n' "${on_cpu[*]}"
 fi

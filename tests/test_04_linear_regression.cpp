@@ -431,6 +431,20 @@ TEST_CASE("mini-batch references: one batch is full-batch SGD; float32 twin with
   CHECK(*got.diverged_at >= *want.diverged_at - 1);
 }
 
+TEST_CASE("program on the CPU: a data set larger than the host's memory is one line and exit 1, before allocating") {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--device", "cpu"}, {"--device", "cpu", "--batch-size", "64M"}}) {
+    std::vector<std::string> argv{WORKBOOK_PROGRAM, "--points", "100G"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProgramResult r = run_program(argv);
+    CAPTURE(args, r.out, r.err);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, StartsWith("error: --points 100000000000 (the data set on the host) needs ") &&
+                          ContainsSubstring(" of host memory, but only "));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.out.empty());  // refused before the report starts
+  }
+}
+
 TEST_CASE("program, mini-batches on the CPU: checked against the batch-order reference; usage errors") {
   const std::string json = temp_path("cpu_minibatch.json");
   const ProgramResult r =

@@ -369,6 +369,21 @@ TEST_CASE("byte counts saturate instead of wrapping, and the memory line says wh
              ContainsSubstring("needs more than 16 EiB (its byte count overflows 64 bits) of GPU memory"));
 }
 
+TEST_CASE("host memory: the shortfall line, and a size no machine holds refused before allocating") {
+  ByteCount need;
+  need.add(3'000'000'000, sizeof(float), 4);
+  CHECK(host_memory_shortfall("--points 3000000000", need, std::size_t{20'000} << 20, std::size_t{24'000} << 20) ==
+        "--points 3000000000 needs 45776.4 MiB of host memory, but only 20000.0 MiB of 24000.0 MiB are available");
+  CHECK(available_host_memory() > 0);
+  CHECK_NOTHROW(require_host_memory("a little", ByteCount().add(1, 1024)));
+  CHECK_THROWS_AS(require_host_memory("--points 100G", ByteCount().add(100'000'000'000, sizeof(float), 4)),
+                  HostMemoryError);
+  ByteCount huge;
+  huge.add(std::numeric_limits<std::int64_t>::max(), 16);
+  CHECK_THROWS_WITH(require_host_memory("--points 9223372036854775807", huge),
+                    Catch::Matchers::ContainsSubstring("more than 16 EiB"));
+}
+
 TEST_CASE("require_gpu_memory refuses what does not fit with one line, before any allocation", "[gpu]") {
   require_gpus(1);
   CUDA_CHECK(cudaSetDevice(0));
