@@ -18,6 +18,9 @@ status=0
 "$build/linear_regression_bench" --device cpu --json "$results/cpu_steps.json" | tee "$results/cpu_steps.txt" || status=1
 python3 "$here/pytorch_regression.py" --device cuda --json "$results/pytorch_cuda.json" \
   | tee "$results/pytorch_cuda.txt" || status=1
+# Ten more epochs under torch.profiler: its Chrome trace, its top operations, how busy the GPU was.
+python3 "$here/pytorch_regression.py" --device cuda --repeats 2 --profile "$results/pytorch_profile.json" \
+  | tee "$results/pytorch_profile.txt" || status=1
 python3 "$here/pytorch_regression.py" --device cpu --json "$results/pytorch_cpu.json" \
   | tee "$results/pytorch_cpu.txt" || status=1
 # Part 2: mini-batches from host memory, CUDA pipelines then PyTorch's, the same batches in the same order.

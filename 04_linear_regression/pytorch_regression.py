@@ -9,7 +9,15 @@ warm-up runs first, then the median of repeated runs (CUDA events on cuda, the h
 
     python3 pytorch_regression.py --device cuda --json pytorch_cuda.json
     python3 pytorch_regression.py --device cpu
+    python3 pytorch_regression.py --profile results/pytorch_profile.json   # + a torch.profiler trace
+
+--profile runs --profile-epochs more epochs (untimed, after the timed runs) under torch.profiler and
+writes its Chrome trace (open it in https://ui.perfetto.dev or chrome://tracing, beside the C++
+program's trace); it prints the profiler's top operations and how busy the GPU was between the first
+and the last GPU operation: a loop of tiny kernels leaves the GPU waiting on Python between launches.
 """
+import copy
+import json
 import math
 import os
 import statistics
@@ -35,6 +43,9 @@ def main():
     p.add_argument("--json", nargs="?", const="-", help="write the results as JSON to FILE (- for stdout)")
     p.add_argument("--quick", action="store_true", help="20011 points, 60 epochs, few repeats")
     p.add_argument("--repeats", type=integer("--repeats"), default=None, help="timed runs (default 10 on cuda, 3 on cpu)")
+    p.add_argument("--profile", metavar="FILE", help="also run --profile-epochs epochs under torch.profiler; "
+                   "write its Chrome trace to FILE")
+    p.add_argument("--profile-epochs", type=integer("--profile-epochs"), default=10)
     args = p.parse_args()
     if args.quick:
         args.points, args.epochs = 20_011, 60
@@ -48,6 +59,7 @@ def main():
     p.require_at_least("--print-every", args.print_every, 1)
     if args.repeats is not None:
         p.require_at_least("--repeats", args.repeats, 1)
+    p.require_at_least("--profile-epochs", args.profile_epochs, 1)
     require("torch")
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -87,10 +99,50 @@ def main():
             print(f"  {row['step']:10s}{row['ms']:10.4f} ms", file=log)
         out.update(passed=True, failures=[])
         code = 0
+        if args.profile:
+            out["profile"] = profile(args, data, device, log)
     if args.json:
         write_json(args.json, out)
     print("PASS" if code == 0 else f"FAIL: diverged at epoch {result['diverged_at']}", file=log)
     return code
+
+
+def profile(args, data, device, log):
+    """Runs a few epochs under torch.profiler, writes the Chrome trace, returns what it shows."""
+    from torch.profiler import ProfilerActivity
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    short = copy.copy(args)
+    short.epochs = args.profile_epochs
+    with torch.profiler.profile(activities=activities) as prof:
+        train(short, data, device)
+    prof.export_chrome_trace(args.profile)
+    sort_key = "cuda_time_total" if device.type == "cuda" else "cpu_time_total"
+    print(f"torch.profiler, {short.epochs} epochs (trace: {args.profile}):", file=log)
+    print(prof.key_averages().table(sort_by=sort_key, row_limit=12), file=log)
+    busy = gpu_busy(args.profile)
+    if busy is not None:
+        print(f"GPU busy {100 * busy['fraction']:.1f}% of the {busy['span_us']:.0f} us from the first GPU "
+              f"operation to the last ({busy['operations']} operations, {busy['operations'] / short.epochs:.1f} "
+              "per epoch): the rest is the GPU waiting for Python to launch the next one", file=log)
+    return {"file": args.profile, "epochs": short.epochs, "gpu_busy": busy}
+
+
+def gpu_busy(trace_file):
+    """The union of the GPU operations' intervals in a profiler trace, over their span."""
+    with open(trace_file) as f:
+        events = json.load(f)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    gpu = sorted((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in events
+                 if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    if not gpu:
+        return None
+    busy, end = 0.0, gpu[0][0]
+    for a, b in gpu:  # merge overlapping intervals as we go
+        if b > end:
+            busy += b - max(a, end)
+            end = b
+    span = end - gpu[0][0]  # end: the latest finish seen
+    return {"fraction": busy / span if span > 0 else 1.0, "span_us": span, "busy_us": busy, "operations": len(gpu)}
 
 
 if __name__ == "__main__":

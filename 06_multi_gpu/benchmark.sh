@@ -50,6 +50,9 @@ if step allreduce; then
 fi
 if step dp; then
   "$program" dp --json "$results/dp.json" | tee "$results/dp.txt" || status=1
+  # PyTorch's own nn.DataParallel (scatter, replicate, gather every step) on the same GPUs.
+  python3 "$here/pytorch_data_parallel.py" --json "$results/pytorch_data_parallel.json" \
+    | tee "$results/pytorch_data_parallel.txt" || status=1
 fi
 if step ddp; then
   for n in 1 2 4; do

@@ -354,6 +354,24 @@ TEST_CASE("the CUDA run and PyTorch on the same GPU agree on w and b", "[pytorch
   }
 }
 
+TEST_CASE("pytorch_regression.py --profile writes a torch.profiler trace with the loop's kernels", "[pytorch]") {
+  require_torch_cuda(WORKBOOK_PYTHON);
+  const std::string trace = temp_path("torch_profile.json");
+  const std::string out = temp_path("torch_profiled.json");
+  const ProgramResult r = run_program({WORKBOOK_PYTHON, std::string(WORKBOOK_CHAPTER_DIR) + "/pytorch_regression.py",
+                                       "--quick", "--profile", trace, "--profile-epochs", "5", "--json", out});
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json events = read_json(trace)["traceEvents"];
+  int kernels = 0;
+  for (const auto& e : events) kernels += e.value("cat", "") == "kernel";
+  CHECK(kernels >= 5 * 4);  // forward, loss, backward and step each launch at least one kernel per epoch
+  const nlohmann::json busy = read_json(out)["profile"]["gpu_busy"];
+  CHECK(busy["operations"].get<int>() >= kernels);
+  CHECK(busy["fraction"].get<double>() > 0.0);
+  CHECK(busy["fraction"].get<double>() <= 1.0);
+}
+
 TEST_CASE("mini-batch plan: batch sizes refused with the flag's name, slices cover the training set once") {
   for (const std::int64_t bad : {std::int64_t{0}, std::int64_t{-1}, std::int64_t{11}}) {
     CAPTURE(bad);

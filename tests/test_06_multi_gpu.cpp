@@ -987,3 +987,17 @@ TEST_CASE("ddp --nproc 2: a rank stopped with SIGSTOP is the one the last line n
     CHECK(process_gone(pid));
   }
 }
+
+TEST_CASE("pytorch_data_parallel.py: nn.DataParallel trains to the plain model's w and b", "[pytorch]") {
+  require_torch_cuda(WORKBOOK_PYTHON);
+  const std::string out = temp_path("pytorch_data_parallel.json");
+  const ProgramResult r = run_program({WORKBOOK_PYTHON, std::string(WORKBOOK_CHAPTER_DIR) + "/pytorch_data_parallel.py",
+                                       "--quick", "--json", out});
+  CAPTURE(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = read_json(out);
+  CHECK(j["passed"] == true);
+  REQUIRE(j["runs"].size() == 2);
+  CHECK(j["runs"][1]["gpus"].get<int>() == j["gpus"].get<int>());
+  for (const char* stage : {"scatter", "replicate", "parallel_apply", "gather"}) CHECK(j["stages_us"][stage].get<double>() > 0.0);
+}
