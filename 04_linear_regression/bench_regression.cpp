@@ -171,20 +171,21 @@ void trace_pipelines(const Dataset& data, const Config& config, const BatchPlan&
     for (const TraceOp& op : ops) {
       if (op.track / 2 == k - 1) mine.push_back(op);
     }
-    const auto steps = std::count_if(mine.begin(), mine.end(), [](const TraceOp& op) { return op.category == "compute"; });
+    const auto traced = std::count_if(mine.begin(), mine.end(), [](const TraceOp& op) { return op.category == "compute"; });
     const OverlapShares s = overlap_shares(mine);
     table.add_row().set("pipeline", std::to_string(k) + " " + pipeline_name(static_cast<Pipeline>(k)))
-        .set("steps", static_cast<std::int64_t>(steps)).set("traced_us", s.wall_us)
+        .set("steps", static_cast<std::int64_t>(traced)).set("traced_us", s.wall_us)
         .set("copy_busy_percent", 100.0 * s.copy_busy).set("compute_busy_percent", 100.0 * s.compute_busy)
         .set("idle_percent", 100.0 * s.idle).set("copy_hidden_percent", 100.0 * s.copy_hidden);
   }
-  report.out() << "trace: the first " << kTracedSteps << " steps of the last epoch of one more run of each pipeline"
-               << " (untimed, checked), a pair of CUDA events around each copy and each step; busy: some copy (or"
-               << " step) running, as a share of the traced time; copy hidden: the share of the copy time with a"
-               << " step running beside it:\n";
+  const std::int64_t steps = std::min<std::int64_t>(kTracedSteps, batch_count(data.split.train, plan.batch_size));
+  report.out() << "trace: the first " << steps << " steps of the last epoch of one more run of each pipeline"
+               << " (untimed, checked), a pair of CUDA events around each copy and each step;\n"
+               << "busy: some copy (or step) running, as a share of the traced time; copy hidden: the share of the"
+               << " copy time with a step running beside it:\n";
   table.print(report.out());
   report.out() << "trace: " << ops.size() << " operations on " << tracks.size() << " tracks written to " << path << "\n";
-  report.json()["trace"] = {{"path", path}, {"steps", kTracedSteps}, {"operations", ops.size()}, {"tracks", tracks},
+  report.json()["trace"] = {{"path", path}, {"steps", steps}, {"operations", ops.size()}, {"tracks", tracks},
                             {"pipelines", table.json()}};
 }
 

@@ -639,6 +639,7 @@ TEST_CASE("bench --trace on the GPU: each pipeline's copies and steps on its str
   }
   // The table printed after the trace, from the same ops: shares of the traced time.
   const nlohmann::json summary = read_json(json)["trace"];
+  CHECK(summary["steps"] == kTraced);
   CHECK(summary["operations"].get<std::size_t>() == 2 * kTraced * kPipelineCount);
   REQUIRE(summary["pipelines"].size() == kPipelineCount);
   for (const auto& row : summary["pipelines"]) {
