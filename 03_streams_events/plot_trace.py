@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """plot_trace.py: draw the Chrome trace written by `streams_events_bench --trace FILE` as a PNG timeline.
 
+The traces of `fused_kernels_bench --trace` (05) and `linear_regression_bench --trace` (04) have
+the same shape and are drawn by this script too.
+
     python3 plot_trace.py trace.json timeline.png ["title"]
 
 One row per stream (the trace's tracks), one bar per operation, coloured by stage. Tracks named
@@ -67,7 +70,7 @@ def main(trace_path, png_path, title=DEFAULT_TITLE):
 if __name__ == "__main__":
     parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("trace", metavar="TRACE.json",
-                        help="written by streams_events_bench or fused_kernels_bench --trace")
+                        help="written by streams_events_bench, fused_kernels_bench or linear_regression_bench --trace")
     parser.add_argument("png", metavar="OUT.png")
     parser.add_argument("title", metavar="TITLE", nargs="?", default=DEFAULT_TITLE)
     args = parser.parse_args()

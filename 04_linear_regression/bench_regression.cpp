@@ -6,6 +6,7 @@
 //   linear_regression_bench                          # the GPU's steps at 5M points, 200 epochs
 //   linear_regression_bench --device cpu --json cpu_steps.json
 //   linear_regression_bench --batch-sizes 4K,64K,1M  # part 2: each pipeline's epoch against the batch size
+//   linear_regression_bench --batch-sizes 64K --shuffle --trace trace.json   # and 8 steps of each on a timeline
 //   linear_regression_bench --sync-every 1,10,200    # what loss.item() every k epochs costs
 //
 // A pair of CUDA events around each launcher call (the host clock around each twin on the CPU);
@@ -26,7 +27,9 @@
 #include "stats.h"
 #include "stream.h"
 #include "table.h"
+#include "trace.h"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <functional>
@@ -130,11 +133,67 @@ StepTimes cpu_step_times(const Dataset& data, const Config& config) {
   return t;
 }
 
+// --trace FILE: a few steps of every pipeline on a timeline. One more run of each, untimed (its
+// events would cost the sweep time) and checked like the others, with a pair of CUDA events around
+// the copy and the step of the first kTracedSteps steps of its last epoch (minibatch.h's
+// StepTrace). Two tracks per pipeline, its copy and its compute stream; pipelines 1 and 2 queue
+// their copies on the compute stream, so their copy stream's track stays empty.
+constexpr int kTracedSteps = 8;
+
+void trace_pipelines(const Dataset& data, const Config& config, const BatchPlan& plan, const TrainingResult& want,
+                     int fill_threads, cudaStream_t compute, cudaStream_t copy, const std::string& path,
+                     Report& report) {
+  NvtxRange range("trace");
+  std::vector<std::string> tracks;  // "3 ring: copy stream": 03's plot_trace.py draws a panel per pipeline
+  for (int k = 1; k <= kPipelineCount; ++k) {
+    const std::string pipeline = std::to_string(k) + " " + pipeline_name(static_cast<Pipeline>(k));
+    tracks.push_back(pipeline + ": copy stream");
+    tracks.push_back(pipeline + ": compute stream");
+  }
+  TraceRecorder recorder(tracks);
+  // Time zero; every traced copy and step follows it, since each run waits for the device before its first.
+  recorder.mark_origin(compute);
+  for (int k = 1; k <= kPipelineCount; ++k) {
+    const Pipeline p = static_cast<Pipeline>(k);
+    const StepTrace hook{&recorder, 2 * k - 1, 2 * k - 2, kTracedSteps};
+    const MinibatchRun run = train_minibatch_gpu(data, config, plan, p, fill_threads, compute, copy, hook);
+    const Check c = check_minibatch(run.result, want);
+    report.check(c.ok, std::string("traced ") + pipeline_name(p) + ": " + c.failure);
+  }
+  const std::vector<TraceOp> ops = recorder.ops();
+  write_chrome_trace(path, ops, tracks);
+
+  Table table({{"pipeline", "pipeline"}, {"steps", "steps"}, {"traced_us", "traced us", 1},
+               {"copy_busy_percent", "copy busy %", 1}, {"compute_busy_percent", "compute busy %", 1},
+               {"idle_percent", "idle %", 1}, {"copy_hidden_percent", "copy hidden %", 1}});
+  for (int k = 1; k <= kPipelineCount; ++k) {
+    std::vector<TraceOp> mine;
+    for (const TraceOp& op : ops) {
+      if (op.track / 2 == k - 1) mine.push_back(op);
+    }
+    const auto traced = std::count_if(mine.begin(), mine.end(), [](const TraceOp& op) { return op.category == "compute"; });
+    const OverlapShares s = overlap_shares(mine);
+    table.add_row().set("pipeline", std::to_string(k) + " " + pipeline_name(static_cast<Pipeline>(k)))
+        .set("steps", static_cast<std::int64_t>(traced)).set("traced_us", s.wall_us)
+        .set("copy_busy_percent", 100.0 * s.copy_busy).set("compute_busy_percent", 100.0 * s.compute_busy)
+        .set("idle_percent", 100.0 * s.idle).set("copy_hidden_percent", 100.0 * s.copy_hidden);
+  }
+  const std::int64_t steps = std::min<std::int64_t>(kTracedSteps, batch_count(data.split.train, plan.batch_size));
+  report.out() << "trace: the first " << steps << " steps of the last epoch of one more run of each pipeline"
+               << " (untimed, checked), a pair of CUDA events around each copy and each step;\n"
+               << "busy: some copy (or step) running, as a share of the traced time; copy hidden: the share of the"
+               << " copy time with a step running beside it:\n";
+  table.print(report.out());
+  report.out() << "trace: " << ops.size() << " operations on " << tracks.size() << " tracks written to " << path << "\n";
+  report.json()["trace"] = {{"path", path}, {"steps", steps}, {"operations", ops.size()}, {"tracks", tracks},
+                            {"pipelines", table.json()}};
+}
+
 // Part 2's sweep: every pipeline at every batch size, each run checked against the float64
 // reference of its batch order, then its epoch time against the PCIe bound. Where launch and
 // copy latency stop hiding shows as the batch size falls.
 void batch_size_sweep(const Config& config, const std::vector<std::int64_t>& sizes, bool shuffle, int fill_threads,
-                      Report& report) {
+                      const std::string& trace_path, Report& report) {
   const Dataset data = make_dataset_cpu(config);
   const std::int64_t n = data.split.train;
   Stream compute, copy;
@@ -144,10 +203,11 @@ void batch_size_sweep(const Config& config, const std::vector<std::int64_t>& siz
                << " epochs; PCIe bound " << bound_gbps << " GB/s, " << bound_ms << " ms an epoch\n";
   Table table({{"batch_size", "batch"}, {"pipeline", "pipeline"}, {"epoch_ms", "ms/epoch", 4},
                {"copy_share", "copy busy %", 1}, {"bound_percent", "% of PCIe bound", 1}, {"check", "check"}});
+  TrainingResult want;  // the last size's, for --trace (which takes one size)
   for (const std::int64_t size : sizes) {
     const BatchPlan plan{size, shuffle, config.seed};
     validate(plan, n, config.epochs);
-    const TrainingResult want = train_minibatch_reference(data, config, plan);
+    want = train_minibatch_reference(data, config, plan);
     for (int k = 1; k <= kPipelineCount; ++k) {
       const Pipeline p = static_cast<Pipeline>(k);
       const MinibatchRun first = train_minibatch_gpu(data, config, plan, p, fill_threads, compute.get(), copy.get());
@@ -165,6 +225,10 @@ void batch_size_sweep(const Config& config, const std::vector<std::int64_t>& siz
   }
   table.print(report.out());
   report.json()["batch_sweep"] = table.json();
+  if (!trace_path.empty() && report.passed()) {
+    trace_pipelines(data, config, BatchPlan{sizes.back(), shuffle, config.seed}, want, fill_threads, compute.get(),
+                    copy.get(), trace_path, report);
+  }
 }
 
 // The cost of a synchronization point: the lesson's loop reads the loss (loss.item()) every k
@@ -219,7 +283,7 @@ int run(int argc, char** argv) {
       ->type_name("DEVICE");
   Config config;
   add_problem_options(app, config);
-  std::string batch_sizes, sync_every;
+  std::string batch_sizes, sync_every, trace_path;
   bool shuffle = false;
   int fill_threads = 1;
   app.add_option("--batch-sizes", batch_sizes, "part 2: sweep the mini-batch pipelines over these batch sizes (e.g. 4K,64K,1M)")
@@ -228,6 +292,9 @@ int run(int argc, char** argv) {
   app.add_option("--sync-every", sync_every, "time the loop with the loss read every k epochs, for each k (e.g. 1,10,200)")
       ->type_name("LIST");
   app.add_option("--fill-threads", fill_threads, "part 2: host threads filling pipeline 3's ring")->type_name("T");
+  app.add_option("--trace", trace_path,
+                 "part 2, with one batch size: write a Chrome trace (Perfetto, chrome://tracing) of 8 steps of each pipeline")
+      ->type_name("FILE");
   if (auto code = parse_command_line(app, argc, argv)) return *code;
   if (common.quick && app.count("--points") == 0) config.points = 20'011;
   if (common.quick && app.count("--epochs") == 0) config.epochs = 60;
@@ -243,6 +310,13 @@ int run(int argc, char** argv) {
   if (!sweep && (shuffle || app.count("--fill-threads"))) throw UsageError("--shuffle and --fill-threads need --batch-sizes");
   if (sweep && device.cpu) throw UsageError("--batch-sizes sweeps the GPU pipelines: not with --device cpu");
   for (const std::int64_t size : sizes) validate(BatchPlan{size, shuffle, config.seed}, split_of(config.points).train, config.epochs);
+  if (app.count("--trace")) {
+    if (trace_path.empty()) throw UsageError("--trace needs a file name");
+    if (sizes.size() != 1) {
+      throw UsageError(sizes.empty() ? "--trace draws part 2's pipelines: it needs --batch-sizes with one size"
+                                     : "--trace draws one batch size, --batch-sizes gives " + std::to_string(sizes.size()));
+    }
+  }
   if (!device.cpu) {
     use_device(device.index);
     require_gpu_memory(config.points, config.epochs);
@@ -250,7 +324,7 @@ int run(int argc, char** argv) {
 
   Report report("linear_regression_bench", common.json);
   if (sweep) {
-    batch_size_sweep(config, sizes, shuffle, fill_threads, report);
+    batch_size_sweep(config, sizes, shuffle, fill_threads, trace_path, report);
     return report.finish();
   }
   if (!every.empty()) {

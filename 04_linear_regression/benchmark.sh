@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # benchmark.sh [BUILD_DIR [RESULTS_DIR]]: chapter 04's full measurement on a GPU machine.
 # The CUDA and CPU versions (5M points, 200 epochs), their per-step times (linear_regression_bench),
-# the PyTorch script on cuda and cpu, then the plots and the README table (summary.md). Every program's text output is kept beside its JSON.
+# the PyTorch script on cuda and cpu, part 2's pipelines (and, untimed, a Chrome trace of 8 steps of
+# each at 64K, drawn by chapter 03's plot_trace.py), then the plots and the README table
+# (summary.md). Every program's text output is kept beside its JSON.
 # BUILD_DIR defaults to build/04_linear_regression, RESULTS_DIR to 04_linear_regression/results;
 # without a usable GPU: one line saying why, exit 77.
 set -euo pipefail
@@ -26,9 +28,14 @@ python3 "$here/pytorch_regression.py" --device cpu --json "$results/pytorch_cpu.
 # Part 2: mini-batches from host memory, CUDA pipelines then PyTorch's, the same batches in the same order.
 "$build/linear_regression" --batch-size 64K --shuffle --json "$results/minibatch.json" | tee "$results/minibatch.txt" \
   || status=1
+# The timeline: 8 steps of each pipeline's last epoch (the sweep's one timed run at 64K comes first).
+"$build/linear_regression_bench" --batch-sizes 64K --shuffle --epochs 20 --trace "$results/minibatch_trace.json" \
+  --json "$results/minibatch_trace_summary.json" | tee "$results/minibatch_trace.txt" || status=1
 python3 "$here/pytorch_minibatch.py" --batch-size 64K --shuffle --epochs 20 --repeats 1 --json "$results/pytorch_minibatch.json" \
   | tee "$results/pytorch_minibatch.txt" || status=1
 # The divergence case, for the README: stops with "diverged at epoch k" and exit 1.
 "$build/linear_regression" --lr 1.0 >"$results/diverge.txt" 2>&1 && status=1 || true
 python3 "$here/plot_regression.py" "$results" | tee "$results/summary.txt" || status=1
+python3 "$here/../03_streams_events/plot_trace.py" "$results/minibatch_trace.json" "$results/minibatch_trace.png" \
+  "linear_regression_bench --trace: 8 steps of each pipeline at 64K, CUDA event timestamps per stream" || status=1
 exit $status

@@ -12,6 +12,7 @@
 #include "stats.h"
 #include "stream.h"
 #include "table.h"
+#include "trace.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -225,9 +226,12 @@ Schedule make_schedule(std::int64_t train_points, const Config& config, const Ba
 }
 
 // Events around the copies of the last epoch, and around that epoch: the copy engine's share.
+// The loops hand it each copy and each step to queue, so that it can put events around them;
+// with a StepTrace (the bench's --trace), it also records a few of them on the trace.
 class LastEpochClock {
  public:
-  explicit LastEpochClock(const Schedule& s) : first_step_(s.steps - s.batches) {
+  LastEpochClock(const Schedule& s, const StepTrace& trace, cudaStream_t copy_stream)
+      : first_step_(s.steps - s.batches), trace_(trace), copy_stream_(copy_stream) {
     starts_.reserve(s.batches);
     stops_.reserve(s.batches);
     for (std::int64_t k = 0; k < s.batches; ++k) {
@@ -235,13 +239,17 @@ class LastEpochClock {
       stops_.emplace_back(EventTiming::kEnabled);
     }
   }
-  void copy_begins(std::int64_t step, cudaStream_t copy) {
-    if (step < first_step_) return;
-    if (step == first_step_) epoch_start_.record(copy);
-    starts_[step - first_step_].record(copy);
+  template <class Enqueue>
+  void copy(std::int64_t i, cudaStream_t stream, Enqueue&& enqueue) {
+    const std::int64_t k = i - first_step_;  // the step's place in the last epoch
+    if (k == 0) epoch_start_.record(stream);
+    if (k >= 0) starts_[k].record(stream);
+    traced(k, stream, "H2D batch ", "copy_in", enqueue);
+    if (k >= 0) stops_[k].record(stream);
   }
-  void copy_ends(std::int64_t step, cudaStream_t copy) {
-    if (step >= first_step_) stops_[step - first_step_].record(copy);
+  template <class Enqueue>
+  void step(std::int64_t i, cudaStream_t stream, Enqueue&& enqueue) {
+    traced(i - first_step_, stream, "step ", "compute", enqueue);
   }
   void epoch_ends(cudaStream_t compute) { epoch_stop_.record(compute); }
   void read(MinibatchRun& run) const {  // after the last step has finished
@@ -250,7 +258,16 @@ class LastEpochClock {
   }
 
  private:
+  template <class Enqueue>
+  void traced(std::int64_t k, cudaStream_t stream, const char* name, const char* category, Enqueue& enqueue) {
+    if (trace_.recorder == nullptr || k < 0 || k >= trace_.steps) return enqueue();
+    const int track = stream == copy_stream_ ? trace_.copy_track : trace_.compute_track;
+    trace_.recorder->op(stream, track, name + std::to_string(k), category, enqueue);
+  }
+
   std::int64_t first_step_;
+  StepTrace trace_;
+  cudaStream_t copy_stream_;
   std::vector<Event> starts_, stops_;
   Event epoch_start_{EventTiming::kEnabled}, epoch_stop_{EventTiming::kEnabled};
 };
@@ -282,10 +299,8 @@ void one_batch_at_a_time(const Dataset& data, const Schedule& s, const BatchPlan
       x = stage_x;
       y = stage_y;
     }
-    clock.copy_begins(i, stream);
-    copy_batch(d, 0, x, y, b.count, stream);
-    clock.copy_ends(i, stream);
-    d.launch_step(0, b.count, i, lr, stream);
+    clock.copy(i, stream, [&] { copy_batch(d, 0, x, y, b.count, stream); });
+    clock.step(i, stream, [&] { d.launch_step(0, b.count, i, lr, stream); });
   }
 }
 
@@ -410,16 +425,14 @@ void overlapped(const Dataset& data, const Schedule& s, const BatchPlan& plan, P
       y = ring->y(slot);
     }
     if (i >= kRingSlots) CUDA_CHECK(cudaStreamWaitEvent(copy, trained[slot].get(), 0));  // device slot free
-    clock.copy_begins(i, copy);
-    copy_batch(d, slot, x, y, b.count, copy);
-    clock.copy_ends(i, copy);
+    clock.copy(i, copy, [&] { copy_batch(d, slot, x, y, b.count, copy); });
     arrived[slot].record(copy);
     if (ring != nullptr) {
       ring->copied(slot).record(copy);
       ring->copy_queued(i);
     }
     CUDA_CHECK(cudaStreamWaitEvent(compute, arrived[slot].get(), 0));
-    d.launch_step(slot, b.count, i, lr, compute);
+    clock.step(i, compute, [&] { d.launch_step(slot, b.count, i, lr, compute); });
     trained[slot].record(compute);
   }
 }
@@ -437,7 +450,7 @@ const char* pipeline_name(Pipeline p) {
 }
 
 MinibatchRun train_minibatch_gpu(const Dataset& data, const Config& config, const BatchPlan& plan, Pipeline p,
-                                 int fill_threads, cudaStream_t compute, cudaStream_t copy) {
+                                 int fill_threads, cudaStream_t compute, cudaStream_t copy, const StepTrace& trace) {
   int device = 0, multiprocessors = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
@@ -445,7 +458,7 @@ MinibatchRun train_minibatch_gpu(const Dataset& data, const Config& config, cons
   const Schedule s = make_schedule(n, config, plan);
   const float lr = static_cast<float>(config.lr);
   DeviceSide d(plan.batch_size, s.steps, multiprocessors);
-  LastEpochClock clock(s);
+  LastEpochClock clock(s, trace, copy);
   // Set-up, untimed: the parameters, the reduction's counter, and for (4) the pinned training set
   // (what x.pin_memory() does: a pinned allocation and one host copy).
   const float initial[2] = {kInitialW, kInitialB};

@@ -21,6 +21,10 @@
 #include <cstdint>
 #include <vector>
 
+namespace workbook {
+class TraceRecorder;  // common/trace.h
+}
+
 namespace workbook::regression {
 
 struct BatchPlan {
@@ -88,10 +92,22 @@ struct MinibatchRun {
   double copy_busy_ms = 0.0;   // the last epoch's host-to-device copies, CUDA events, summed
 };
 
+// Off unless linear_regression_bench --trace asks (the lesson never does): a pair of CUDA events
+// around the copy ("H2D batch k", category copy_in) and the step ("step k", compute) of the first
+// `steps` steps of the last epoch, k counting that epoch's steps from 0, each op on the track of
+// the stream it was queued on. Pipelines 1 and 2 queue their copies on the compute stream too.
+struct StepTrace {
+  TraceRecorder* recorder = nullptr;
+  int compute_track = 0;
+  int copy_track = 1;
+  int steps = 8;
+};
+
 // Trains on the current device from the host data `data` (made by make_dataset_cpu), the batches
 // brought over by pipeline p; `fill_threads` host threads fill pipeline 3's ring.
 MinibatchRun train_minibatch_gpu(const Dataset& data, const Config& config, const BatchPlan& plan, Pipeline p,
-                                 int fill_threads, cudaStream_t compute, cudaStream_t copy);
+                                 int fill_threads, cudaStream_t compute, cudaStream_t copy,
+                                 const StepTrace& trace = {});
 
 // The best host-to-device rate of this machine: a pinned copy of `bytes`, median of 10, GB/s.
 double pinned_h2d_gbps(std::size_t bytes, cudaStream_t stream);

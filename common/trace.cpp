@@ -1,10 +1,12 @@
-// trace.cpp: the recorded events as times, and the Chrome trace event format (as much of it as a
-// timeline of streams needs).
+// trace.cpp: the recorded events as times, the Chrome trace event format (as much of it as a
+// timeline of streams needs), and the shares of a trace's time that copies and compute were busy.
 #include "trace.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <stdexcept>
 
 namespace workbook {
@@ -21,6 +23,73 @@ std::vector<TraceOp> TraceRecorder::ops() const {
   return out;
 }
 
+namespace {
+
+using Spans = std::vector<std::pair<double, double>>;  // [start, end) in microseconds
+
+// The union of the spans of one category, as sorted spans that do not overlap.
+Spans merged(const std::vector<TraceOp>& ops, const std::string& category) {
+  Spans spans;
+  for (const TraceOp& op : ops) {
+    if (op.category == category) spans.emplace_back(op.start_us, op.start_us + std::max(0.0, op.duration_us));
+  }
+  std::sort(spans.begin(), spans.end());
+  Spans out;
+  for (const auto& s : spans) {
+    if (!out.empty() && s.first <= out.back().second) {
+      out.back().second = std::max(out.back().second, s.second);
+    } else {
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+double length(const Spans& spans) {
+  double sum = 0.0;
+  for (const auto& [start, end] : spans) sum += end - start;
+  return sum;
+}
+
+// The time two unions share: both lists are sorted and each is free of overlaps, so one pass
+// over the two together, always moving on from the span that ends first.
+double shared(const Spans& a, const Spans& b) {
+  double sum = 0.0;
+  for (std::size_t i = 0, j = 0; i < a.size() && j < b.size();) {
+    sum += std::max(0.0, std::min(a[i].second, b[j].second) - std::max(a[i].first, b[j].first));
+    if (a[i].second < b[j].second) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return sum;
+}
+
+}  // namespace
+
+OverlapShares overlap_shares(const std::vector<TraceOp>& ops, const std::string& copy_category,
+                             const std::string& compute_category) {
+  const Spans copies = merged(ops, copy_category);
+  const Spans compute = merged(ops, compute_category);
+  OverlapShares s;
+  if (copies.empty() && compute.empty()) return s;
+  double first = std::numeric_limits<double>::infinity(), last = -first;
+  for (const Spans* spans : {&copies, &compute}) {
+    for (const auto& [start, end] : *spans) {
+      first = std::min(first, start);
+      last = std::max(last, end);
+    }
+  }
+  s.wall_us = last - first;
+  if (s.wall_us <= 0.0) return OverlapShares{};
+  const double copy = length(copies), busy = length(compute), both = shared(copies, compute);
+  s.copy_busy = copy / s.wall_us;
+  s.compute_busy = busy / s.wall_us;
+  s.idle = std::max(0.0, 1.0 - (copy + busy - both) / s.wall_us);
+  s.copy_hidden = copy > 0.0 ? both / copy : 0.0;
+  return s;
+}
 
 nlohmann::json chrome_trace(const std::vector<TraceOp>& ops, const std::vector<std::string>& track_names) {
   constexpr int kProcess = 1;  // one process: this program's GPU

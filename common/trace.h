@@ -9,7 +9,8 @@
 //   workbook::write_chrome_trace("trace.json", trace.ops(), trace.tracks());
 //
 // Each op becomes one complete event ("ph": "X") with start and duration in microseconds; each
-// track gets one metadata event naming it.
+// track gets one metadata event naming it. overlap_shares() says what a stretch of copies and
+// compute adds up to (chapter 04's bench prints it for each mini-batch pipeline it traces).
 #pragma once
 
 #include "event_timer.h"
@@ -71,6 +72,22 @@ class TraceRecorder {
   bool origin_marked_ = false;
   std::vector<Pending> pending_;
 };
+
+// How the ops of a trace shared the time from the first op's start to the last op's end (`wall_us`),
+// as fractions of it: at least one copy running (category `copy_category`), at least one compute op
+// running, neither; and `copy_hidden`, the part of the copy time with compute running beside it (the
+// transfer time that costs nothing). Overlapping ops of one category count once; ops of other
+// categories are left out, of the wall too. No wall (no ops, or only instants): all zero; no copy
+// time: copy_hidden zero. A negative duration counts as zero.
+struct OverlapShares {
+  double wall_us = 0.0;
+  double copy_busy = 0.0;
+  double compute_busy = 0.0;
+  double idle = 0.0;
+  double copy_hidden = 0.0;
+};
+OverlapShares overlap_shares(const std::vector<TraceOp>& ops, const std::string& copy_category = "copy_in",
+                             const std::string& compute_category = "compute");
 
 // Throws std::invalid_argument when an op names a track that does not exist.
 nlohmann::json chrome_trace(const std::vector<TraceOp>& ops, const std::vector<std::string>& track_names);

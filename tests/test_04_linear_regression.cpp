@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -561,12 +562,13 @@ TEST_CASE("pytorch_minibatch.py: the DataLoader and pinned-slice runs match the 
   CHECK(checked == 4);  // pageable, dataloader without and with workers, pinned_slices
 }
 
-TEST_CASE("bench --batch-sizes and --sync-every: refused on the CPU, together, or with a value that does not fit") {
+TEST_CASE("bench --batch-sizes, --sync-every and --trace: refused on the CPU, together, or with a value that does not fit") {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--device", "cpu", "--batch-sizes", "4K"}, {"--shuffle"}, {"--batch-sizes", "4K,,8K"},
         {"--batch-sizes", "0"}, {"--batch-sizes", "20012"}, {"--batch-sizes", "4K", "--fill-threads", "0"},
         {"--sync-every", "0"}, {"--sync-every", "61"}, {"--sync-every", "1", "--device", "cpu"},
-        {"--sync-every", "1", "--batch-sizes", "4K"}}) {
+        {"--sync-every", "1", "--batch-sizes", "4K"}, {"--trace", "t.json"}, {"--batch-sizes", "4K,8K", "--trace", "t.json"},
+        {"--batch-sizes", "4K", "--trace", ""}, {"--batch-sizes", "4K", "--trace"}}) {
     std::vector<std::string> argv{WORKBOOK_BENCH_PROGRAM, "--quick"};
     argv.insert(argv.end(), args.begin(), args.end());
     const ProgramResult bad = run_program(argv);
@@ -586,6 +588,93 @@ TEST_CASE("bench --batch-sizes on the GPU: every pipeline at every size, checked
   const nlohmann::json rows = read_json(json)["batch_sweep"];
   REQUIRE(rows.size() == 3 * kPipelineCount);
   for (const auto& row : rows) CHECK(row["check"] == "ok");
+}
+
+TEST_CASE("bench --trace on the GPU: each pipeline's copies and steps on its streams' tracks, each step after its copy",
+          "[gpu]") {
+  const std::string trace = temp_path("minibatch_trace.json");
+  const std::string json = temp_path("minibatch_trace_summary.json");
+  // --quick: 16008 training points, 17 batches of up to 1000 an epoch, so 8 steps are traced.
+  const ProgramResult r = run_program(
+      {WORKBOOK_BENCH_PROGRAM, "--quick", "--batch-sizes", "1000", "--shuffle", "--trace", trace, "--json", json});
+  skip_if_no_gpu(r);
+  CAPTURE(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(last_line(r.out) == "PASS");
+  constexpr std::size_t kTraced = 8;
+  struct Op {
+    std::string name, category;
+    double start = 0.0, end = 0.0;
+  };
+  std::map<int, std::string> names;
+  std::map<int, std::vector<Op>> tracks;  // track -> its ops, in file order
+  for (const auto& e : read_json(trace)["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") names[e["tid"].get<int>()] = e["args"]["name"];
+    if (e["ph"] != "X") continue;
+    const double ts = e["ts"].get<double>(), dur = e["dur"].get<double>();
+    CHECK(ts >= 0.0);
+    CHECK(dur >= 0.0);
+    tracks[e["tid"].get<int>()].push_back({e["name"], e["cat"], ts, ts + dur});
+  }
+  REQUIRE(names.size() == 2 * kPipelineCount);
+  for (int k = 1; k <= kPipelineCount; ++k) {
+    const Pipeline p = static_cast<Pipeline>(k);
+    const std::string pipeline = std::to_string(k) + " " + pipeline_name(p);
+    CAPTURE(pipeline);
+    const int copy_track = 2 * k - 2, compute_track = 2 * k - 1;
+    CHECK(names[copy_track] == pipeline + ": copy stream");
+    CHECK(names[compute_track] == pipeline + ": compute stream");
+    // Pipelines 3 and 4 copy on the copy stream; 1 and 2 queue their copies on the compute stream.
+    CHECK(tracks[copy_track].size() == (p == Pipeline::kRing || p == Pipeline::kPinnedSet ? kTraced : 0));
+    std::map<int, Op> copies, steps;  // by the step's place in the last epoch
+    for (const int track : {copy_track, compute_track}) {
+      std::vector<Op> ops = tracks[track];
+      std::sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.start < b.start; });
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        CAPTURE(ops[i].name);
+        if (i > 0) CHECK(ops[i].start >= ops[i - 1].end - 0.01);  // one stream: one op after another
+        if (ops[i].category == "copy_in") {
+          REQUIRE_THAT(ops[i].name, StartsWith("H2D batch "));
+          copies[std::stoi(ops[i].name.substr(10))] = ops[i];
+        } else {
+          CHECK(track == compute_track);
+          CHECK(ops[i].category == "compute");
+          REQUIRE_THAT(ops[i].name, StartsWith("step "));
+          steps[std::stoi(ops[i].name.substr(5))] = ops[i];
+        }
+      }
+    }
+    // The same numbering on both sides, the first steps of the epoch: 0 .. 7.
+    REQUIRE(copies.size() == kTraced);
+    REQUIRE(steps.size() == kTraced);
+    CHECK(copies.rbegin()->first == static_cast<int>(kTraced) - 1);
+    CHECK(steps.rbegin()->first == static_cast<int>(kTraced) - 1);
+    for (int i = 0; i < static_cast<int>(kTraced); ++i) {
+      CAPTURE(i, copies.at(i).start, copies.at(i).end, steps.at(i).start);
+      // Step i reads what copy i brought: it starts after the copy ends (1 us for the event timer).
+      CHECK(steps.at(i).start >= copies.at(i).end - 1.0);
+    }
+  }
+  // The table printed after the trace, from the same ops: shares of the traced time.
+  const nlohmann::json summary = read_json(json)["trace"];
+  CHECK(summary["steps"] == kTraced);
+  CHECK(summary["operations"].get<std::size_t>() == 2 * kTraced * kPipelineCount);
+  REQUIRE(summary["pipelines"].size() == kPipelineCount);
+  for (const auto& row : summary["pipelines"]) {
+    CAPTURE(row.dump());
+    CHECK(row["steps"] == kTraced);
+    CHECK(row["traced_us"].get<double>() > 0.0);
+    const double copy = row["copy_busy_percent"], compute = row["compute_busy_percent"];
+    const double idle = row["idle_percent"], hidden = row["copy_hidden_percent"];
+    for (const double share : {copy, compute, idle, hidden}) {
+      CHECK(share >= 0.0);
+      CHECK(share <= 100.0 + 1e-9);
+    }
+    CHECK(copy + compute - hidden * copy / 100.0 + idle == Catch::Approx(100.0).margin(0.01));
+  }
+  // One stream cannot overlap its own copies with its steps.
+  CHECK(summary["pipelines"][0]["copy_hidden_percent"].get<double>() <= 1.0);
+  CHECK(summary["pipelines"][1]["copy_hidden_percent"].get<double>() <= 1.0);
 }
 
 TEST_CASE("bench --sync-every on the GPU: every read interval checked and timed, the cost of one wait", "[gpu]") {

@@ -606,6 +606,91 @@ TEST_CASE("chrome trace: valid JSON, one event per operation, one track per stre
   }
 }
 
+TEST_CASE("overlap shares: copy and compute busy, idle and copy hidden, from synthetic intervals") {
+  using Catch::Approx;
+  auto copy = [](double start, double duration, int track = 0) { return TraceOp{"H2D", "copy_in", track, start, duration}; };
+  auto step = [](double start, double duration, int track = 1) { return TraceOp{"step", "compute", track, start, duration}; };
+  // Every share is of the wall; busy time is the union of copies and compute, so these add to 1.
+  auto adds_up = [](const OverlapShares& s) {
+    CHECK(s.copy_busy + s.compute_busy - s.copy_hidden * s.copy_busy + s.idle == Approx(1.0));
+  };
+
+  SECTION("one stream: copy, step, copy, step back to back, nothing hidden, nothing idle") {
+    const OverlapShares s = overlap_shares({copy(0, 10, 0), step(10, 10, 0), copy(20, 10, 0), step(30, 10, 0)});
+    CHECK(s.wall_us == Approx(40.0));
+    CHECK(s.copy_busy == Approx(0.5));
+    CHECK(s.compute_busy == Approx(0.5));
+    CHECK(s.idle == Approx(0.0).margin(1e-12));
+    CHECK(s.copy_hidden == Approx(0.0).margin(1e-12));  // touching ends are not overlap
+    adds_up(s);
+  }
+  SECTION("two streams: the next copy under the step, half of the copy time hidden") {
+    const OverlapShares s = overlap_shares({copy(0, 10), step(10, 10), copy(10, 10), step(20, 10)});
+    CHECK(s.wall_us == Approx(30.0));
+    CHECK(s.copy_busy == Approx(20.0 / 30));
+    CHECK(s.compute_busy == Approx(20.0 / 30));
+    CHECK(s.idle == Approx(0.0).margin(1e-12));
+    CHECK(s.copy_hidden == Approx(0.5));
+    adds_up(s);
+  }
+  SECTION("a gap where neither runs is idle; the input order does not matter") {
+    const OverlapShares s = overlap_shares({step(20, 10), copy(0, 10)});
+    CHECK(s.wall_us == Approx(30.0));
+    CHECK(s.copy_busy == Approx(1.0 / 3));
+    CHECK(s.compute_busy == Approx(1.0 / 3));
+    CHECK(s.idle == Approx(1.0 / 3));
+    CHECK(s.copy_hidden == Approx(0.0).margin(1e-12));
+    adds_up(s);
+  }
+  SECTION("overlapping copies (x and y, two tracks) count once; copies inside a long step are all hidden") {
+    const OverlapShares s = overlap_shares({step(0, 100), copy(10, 10, 0), copy(15, 10, 2), copy(50, 5)});
+    CHECK(s.wall_us == Approx(100.0));
+    CHECK(s.copy_busy == Approx(0.2));  // [10, 25) and [50, 55)
+    CHECK(s.compute_busy == Approx(1.0));
+    CHECK(s.idle == Approx(0.0).margin(1e-12));
+    CHECK(s.copy_hidden == Approx(1.0));
+    adds_up(s);
+  }
+  SECTION("one step across several copies: the shared time is summed span by span") {
+    const OverlapShares s = overlap_shares({copy(0, 10), copy(20, 10), copy(40, 10), step(5, 40)});
+    CHECK(s.wall_us == Approx(50.0));
+    CHECK(s.copy_hidden == Approx(20.0 / 30));  // [5, 10), [20, 30), [40, 45)
+    CHECK(s.idle == Approx(0.0).margin(1e-12));
+    adds_up(s);
+  }
+  SECTION("other categories are left out, of the wall too; the categories can be named") {
+    const OverlapShares s = overlap_shares({copy(0, 10), step(10, 10), {"D2H", "copy_out", 0, 20, 100}});
+    CHECK(s.wall_us == Approx(20.0));
+    CHECK(s.idle == Approx(0.0).margin(1e-12));
+    const OverlapShares out = overlap_shares({copy(0, 10), step(10, 10), {"D2H", "copy_out", 0, 15, 10}}, "copy_out");
+    CHECK(out.wall_us == Approx(15.0));
+    CHECK(out.copy_busy == Approx(10.0 / 15));
+    CHECK(out.copy_hidden == Approx(0.5));
+  }
+  SECTION("edge cases: no ops, only instants, only copies, a negative duration") {
+    const OverlapShares none = overlap_shares({});
+    CHECK(none.wall_us == 0.0);
+    CHECK(none.copy_busy == 0.0);
+    CHECK(none.idle == 0.0);
+    CHECK(none.copy_hidden == 0.0);
+    const OverlapShares instants = overlap_shares({copy(5, 0), step(5, 0)});
+    CHECK(instants.wall_us == 0.0);
+    CHECK(instants.compute_busy == 0.0);
+    const OverlapShares copies = overlap_shares({copy(0, 10), copy(20, 10)});
+    CHECK(copies.copy_busy == Approx(20.0 / 30));
+    CHECK(copies.compute_busy == 0.0);
+    CHECK(copies.idle == Approx(10.0 / 30));
+    CHECK(copies.copy_hidden == 0.0);
+    adds_up(copies);
+    const OverlapShares steps = overlap_shares({step(0, 10)});
+    CHECK(steps.compute_busy == Approx(1.0));
+    CHECK(steps.copy_hidden == 0.0);  // no copy time to hide
+    const OverlapShares negative = overlap_shares({copy(0, 10), step(10, -3)});
+    CHECK(negative.wall_us == Approx(10.0));
+    CHECK(negative.compute_busy == 0.0);
+  }
+}
+
 TEST_CASE("table: the printed text and the JSON rows come from the same cells") {
   Table t({{"name", "variant"}, {"ms", "ms", 3}, {"err", "err", 1, Column::Style::kScientific}, {"hidden", ""}});
   t.add_row().set("name", "4 last_block").set("ms", 1.52749).set("err", 1.234e-7).set("hidden", 7);
