@@ -40,6 +40,54 @@ TEST_CASE("peak memory bandwidth is two transfers per clock over the bus width")
   CHECK(device_query::peak_memory_bandwidth_gbps(0, 5120) == 0.0);
 }
 
+TEST_CASE("CUDA cores and peak FLOP/s reproduce the published figures (within 2%)") {
+  using device_query::compute_peaks;
+  // The article's counts: A100 6912 CUDA cores (108 SMs x 64), RTX 3080 8704 (68 SMs x 128).
+  CHECK(compute_peaks(8, 0, 108, 1'410'000).cuda_cores == 6912);
+  CHECK(compute_peaks(8, 6, 68, 1'710'000).cuda_cores == 8704);
+
+  // A100 SXM at its 1410 MHz boost: 19.5 TFLOPS FP32, 156 TF32 and 312 BF16 dense on tensor cores.
+  const auto a100 = compute_peaks(8, 0, 108, 1'410'000);
+  REQUIRE(a100.fp32_tflops);
+  REQUIRE(a100.tf32_tensor_tflops);
+  REQUIRE(a100.bf16_tensor_tflops);
+  CHECK(*a100.fp32_tflops == Catch::Approx(19.5).epsilon(0.02));
+  CHECK(*a100.tf32_tensor_tflops == Catch::Approx(156.0).epsilon(0.02));
+  CHECK(*a100.bf16_tensor_tflops == Catch::Approx(312.0).epsilon(0.02));
+
+  // H100 SXM: NVIDIA's tensor figures use 1830 MHz (989 BF16, 495 TF32 dense), its FP32 figure
+  // the 1980 MHz that cudaDevAttrClockRate reports (67 TFLOPS on 16896 CUDA cores).
+  const auto h100_tensor = compute_peaks(9, 0, 132, 1'830'000);
+  REQUIRE(h100_tensor.bf16_tensor_tflops);
+  REQUIRE(h100_tensor.tf32_tensor_tflops);
+  CHECK(*h100_tensor.bf16_tensor_tflops == Catch::Approx(989.0).epsilon(0.02));
+  CHECK(*h100_tensor.tf32_tensor_tflops == Catch::Approx(494.7).epsilon(0.02));
+  const auto h100 = compute_peaks(9, 0, 132, 1'980'000);
+  CHECK(h100.cuda_cores == 16896);
+  REQUIRE(h100.fp32_tflops);
+  CHECK(*h100.fp32_tflops == Catch::Approx(66.9).epsilon(0.02));
+}
+
+TEST_CASE("an architecture the peak table does not know gets no number but a reason") {
+  using device_query::compute_peaks;
+  const auto future = compute_peaks(13, 0, 100, 2'000'000);
+  CHECK_FALSE(future.fp32_lanes_per_sm);
+  CHECK_FALSE(future.cuda_cores);
+  CHECK_FALSE(future.fp32_tflops);
+  CHECK_FALSE(future.tf32_tensor_tflops);
+  CHECK_FALSE(future.bf16_tensor_tflops);
+  CHECK(device_query::unknown_peak_text(13, 0, false) == "not known for sm_130");
+  // Ada's tensor rate with FP32 accumulate differs between GeForce and workstation cards.
+  const auto ada = compute_peaks(8, 9, 128, 2'520'000);
+  CHECK(ada.cuda_cores == 16384);
+  CHECK_FALSE(ada.bf16_tensor_tflops);
+  CHECK(device_query::unknown_peak_text(8, 9, true) == "not known for sm_89");
+  // Turing has tensor cores, but for FP16 and integers only.
+  CHECK_FALSE(compute_peaks(7, 5, 40, 1'590'000).tf32_tensor_tflops);
+  CHECK(device_query::unknown_peak_text(7, 5, true) == "no TF32/BF16 tensor cores on sm_75");
+  CHECK(compute_peaks(7, 5, 40, 1'590'000).cuda_cores == 2560);  // T4
+}
+
 TEST_CASE("with every device hidden, 'not available' is an answer: exit 0 and the reason") {
   const std::string path = workbook::testing::temp_path("device_query.json");
   const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--json", path}, {{"CUDA_VISIBLE_DEVICES", ""}});
@@ -123,6 +171,13 @@ TEST_CASE("device count and properties agree with the runtime in another process
     CHECK(d["warp_size"] == 32);
     CHECK(d["free_global_mem_bytes"].get<std::size_t>() <= prop.totalGlobalMem);
     CHECK(d["peak_memory_bandwidth_gbps"].get<double>() > 100.0);
+    // "CUDA cores" are SMs x FP32 lanes; a capability the table does not know says so instead.
+    if (d["fp32_lanes_per_sm"].is_number()) {
+      CHECK(d["cuda_cores"] == prop.multiProcessorCount * d["fp32_lanes_per_sm"].get<int>());
+      CHECK(d["peak_fp32_tflops"].get<double>() > 0.0);
+    } else {
+      CHECK_THAT(d["cuda_cores"].get<std::string>(), StartsWith("not known for sm_"));
+    }
   }
 }
 
