@@ -10,8 +10,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 using Catch::Matchers::ContainsSubstring;
 using Catch::Matchers::StartsWith;
@@ -146,7 +151,10 @@ TEST_CASE("a device index that does not exist exits 2 naming the devices that do
   workbook::testing::require_gpus(1);
   for (const char* index : {"999", "cuda:999"}) {
     const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--device", index});
-    CAPTURE(index, r.err);
+    const ProgramResult bench = run_program({WORKBOOK_BENCH_PROGRAM, "--quick", "--device", index});
+    CAPTURE(index, r.err, bench.err);
+    CHECK(bench.exit_code == 2);
+    CHECK_THAT(bench.err, ContainsSubstring("invalid device ordinal") && ContainsSubstring("this machine has"));
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, ContainsSubstring("invalid device ordinal") && ContainsSubstring("this machine has") &&
                           ContainsSubstring("0 ("));
@@ -253,4 +261,135 @@ TEST_CASE("device_query agrees with PyTorch's torch.cuda", "[pytorch]") {
     CHECK(j["devices"][i]["compute_capability"] == t["devices"][i]["cc"]);
     CHECK(j["devices"][i]["l2_cache_bytes"] == t["devices"][i]["l2"]);
   }
+}
+
+// ------------------------------------------------------------------------ device_query_bench
+
+TEST_CASE("the bench refuses bad flags with one line and exit 2, before touching the GPU") {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+      {{"--sizes", "0"}, "--sizes must be at least 1, got 0"},
+      {{"--sizes", "1,,2"}, "--sizes: '1,,2' has an empty item"},
+      {{"--sizes", "40000"}, "--sizes must be at most 32768, got 40000"},
+      {{"--sizes", "5X"}, "--sizes: '5X' is not a size"},
+      {{"--repeats", "0"}, "--repeats must be at least 1, got 0"},
+      {{"--axpy-elements", "0"}, "--axpy-elements must be at least 1, got 0"},
+      {{"--axpy-elements", "3G"}, "--axpy-elements must be at most 2000000000, got 3000000000"},
+      {{"--device", "gpu"}, "--device must be N, cuda or cuda:N"},
+      {{"--bogus"}, "--bogus"}};
+  for (const auto& [args, message] : cases) {
+    std::vector<std::string> argv{WORKBOOK_BENCH_PROGRAM, "--quick"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProgramResult r = run_program(argv);
+    CAPTURE(args, r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, StartsWith("error: ") && ContainsSubstring(message));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.out.empty());
+  }
+  const ProgramResult help = run_program({WORKBOOK_BENCH_PROGRAM, "--help"});
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.out, ContainsSubstring("--sizes") && ContainsSubstring("--repeats") &&
+                           ContainsSubstring("--axpy-elements") && ContainsSubstring("--json"));
+}
+
+TEST_CASE("the bench without a GPU says why in one line and exits 77") {
+  const ProgramResult r = run_program({WORKBOOK_BENCH_PROGRAM, "--quick", "--sizes", "64"}, {{"CUDA_VISIBLE_DEVICES", ""}});
+  CAPTURE(r.out, r.err);
+  CHECK(r.exit_code == 77);
+  CHECK_THAT(r.err, StartsWith("device_query_bench needs a CUDA GPU: "));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+namespace {
+
+nlohmann::json run_bench_quick_json(const std::map<std::string, std::string>& env = {}) {
+  const std::string path = workbook::testing::temp_path("device_query_bench.json");
+  const ProgramResult r = run_program({WORKBOOK_BENCH_PROGRAM, "--quick", "--json", path}, env);
+  workbook::testing::skip_if_no_gpu(r);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(workbook::testing::last_line(r.out) == "PASS");
+  nlohmann::json j = workbook::testing::read_json(path);
+  std::remove(path.c_str());
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("device_query_bench --quick: every precision's matmul and y = a x + y pass their checks", "[gpu]") {
+  workbook::testing::require_gpus(1);
+  const nlohmann::json j = run_bench_quick_json();
+  CHECK(j["program"] == "device_query_bench");
+  CHECK(j["passed"] == true);
+  CHECK(j["quick"] == true);
+  const bool tensor_cores = std::stoi(j["device"]["compute_capability"].get<std::string>()) >= 8;  // the major
+  std::map<std::string, int> checked;  // precision -> sizes whose check passed
+  for (const auto& row : j["rows"]) {
+    CAPTURE(row.dump());
+    if (row["operation"] == "axpy") {
+      CHECK(row["passed"] == true);
+      CHECK(row["n"] == 1'000'003);
+      CHECK(row["gbps"].get<double>() > 0.0);
+      CHECK(row["flop_per_byte"].get<double>() == Catch::Approx(1.0 / 6.0));
+      ++checked["axpy"];
+      continue;
+    }
+    REQUIRE(row["operation"] == "matmul");
+    const std::string precision = row["precision"];
+    if (row.contains("skipped")) {  // TF32 and BF16 only, and only below compute capability 8.0
+      CHECK(precision != "fp32");
+      CHECK_FALSE(tensor_cores);
+      continue;
+    }
+    CHECK(row["passed"] == true);
+    CHECK(row["tflops"].get<double>() > 0.0);
+    CHECK(row["min_ms"].get<double>() <= row["median_ms"].get<double>());
+    // FP32 really is FP32: rounding the inputs to TF32 alone would leave errors near 1e-3 of scale.
+    if (precision == "fp32") CHECK(row["error_over_scale"].get<double>() < 1e-4);
+    ++checked[precision];
+  }
+  CHECK(checked["fp32"] == 2);  // sizes 256 and 257
+  CHECK(checked["axpy"] == 1);
+  if (tensor_cores) {
+    CHECK(checked["tf32"] == 2);
+    CHECK(checked["bf16"] == 2);
+  }
+  if (j["device"]["compute_capability"] == "9.0") CHECK(j["peaks"]["bf16_tensor_tflops"].get<double>() > 0.0);
+}
+
+TEST_CASE("device_query_bench on a GPU treated as sm_75 skips TF32 and BF16, says why, and passes", "[gpu]") {
+  workbook::testing::require_gpus(1);
+  const nlohmann::json j = run_bench_quick_json({{"WORKBOOK_PRETEND_COMPUTE_CAPABILITY", "7.5"}});
+  int skipped = 0;
+  for (const auto& row : j["rows"]) {
+    if (!row.contains("skipped")) continue;
+    CHECK(row["precision"] != "fp32");
+    CHECK_THAT(row["skipped"].get<std::string>(), ContainsSubstring("compute capability 8.0 or newer"));
+    ++skipped;
+  }
+  CHECK(skipped == 4);  // TF32 and BF16 at sizes 256 and 257
+}
+
+TEST_CASE("pytorch_matmul.py --quick: the same matmuls and y = a x + y pass the same checks", "[pytorch]") {
+  workbook::testing::require_gpus(1);
+  workbook::testing::require_torch_cuda(WORKBOOK_PYTHON);
+  const std::string path = workbook::testing::temp_path("pytorch_matmul.json");
+  const ProgramResult r = run_program(
+      {WORKBOOK_PYTHON, std::string(WORKBOOK_CHAPTER_DIR) + "/pytorch_matmul.py", "--quick", "--json", path});
+  CAPTURE(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(workbook::testing::last_line(r.out) == "PASS");
+  const nlohmann::json j = workbook::testing::read_json(path);
+  std::remove(path.c_str());
+  CHECK(j["program"] == "pytorch_matmul");
+  std::map<std::string, int> passed;
+  for (const auto& row : j["rows"]) {
+    CAPTURE(row.dump());
+    if (row.contains("skipped")) continue;
+    CHECK(row["passed"] == true);
+    CHECK(row["median_ms"].get<double>() > 0.0);
+    ++passed[row["operation"].get<std::string>() + "/" + row["precision"].get<std::string>()];
+  }
+  CHECK(passed["matmul/fp32"] == 2);
+  CHECK(passed["axpy/fp32"] == 1);
 }
