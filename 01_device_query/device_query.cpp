@@ -138,7 +138,7 @@ ComputePeaks compute_peaks(int major, int minor, int multiprocessors, int clock_
   }
   if (const auto bf16 = bf16_tensor_flop_per_clock_per_sm(major, minor)) {
     p.bf16_tensor_tflops = multiprocessors * static_cast<double>(*bf16) * clocks_per_second / 1e12;
-    p.tf32_tensor_tflops = *p.bf16_tensor_tflops / 2.0;  // TF32 operands are twice as wide
+    p.tf32_tensor_tflops = *p.bf16_tensor_tflops / 2.0;  // 32-bit operands: half as many per clock
   }
   return p;
 }
