@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # benchmark.sh [BUILD_DIR [RESULTS_DIR]]: the full run whose output the README shows
-# (scripts/gpu-report.sh calls this on a GPU machine). BUILD_DIR defaults to build/01_device_query,
-# RESULTS_DIR to 01_device_query/results; without a usable GPU: one line saying why, exit 77.
+# (scripts/gpu-report.sh calls this on a GPU machine): the lesson (device_query), what PyTorch
+# reports for the same questions, then the bench (device_query_bench: matmuls in FP32, TF32 and
+# BF16 and y = a x + y against the lesson's peaks) and pytorch_matmul.py, the same through PyTorch,
+# one after the other. BUILD_DIR defaults to build/01_device_query, RESULTS_DIR to
+# 01_device_query/results; without a usable GPU: one line saying why, exit 77.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
 source "$here/../common/benchmark_start.sh" 01_device_query device_query "$@"
+if [[ ! -x $build/device_query_bench ]]; then
+  echo "01_device_query/benchmark.sh: $build/device_query_bench must exist: build first (cmake --build --preset default)" >&2
+  exit 2
+fi
 mkdir -p "$results"
-"$build/device_query" --json "$results/device_query.json" | tee "$results/device_query.txt"
+status=0
+"$build/device_query" --json "$results/device_query.json" | tee "$results/device_query.txt" || status=1
 # What PyTorch reports for the same questions, for the README's side-by-side.
 python3 - "$here/../common" <<'PY' | tee "$results/torch_cuda.txt" || echo "(the PyTorch side did not run: see the error above)"
 import sys
@@ -35,3 +43,10 @@ torch.cuda.empty_cache()
 print(f"after empty_cache():         allocated {torch.cuda.memory_allocated() / 2**30:.2f} GiB, "
       f"reserved {torch.cuda.memory_reserved() / 2**30:.2f} GiB, driver free {torch.cuda.mem_get_info()[0] / 2**30:.2f} GiB")
 PY
+
+# Matmuls and an element-wise kernel against the peaks that device_query printed.
+"$build/device_query_bench" --json "$results/device_query_bench.json" | tee "$results/device_query_bench.txt" \
+  || status=1
+PYTHONUNBUFFERED=1 python3 "$here/pytorch_matmul.py" --json "$results/pytorch_matmul.json" \
+  | tee "$results/pytorch_matmul.txt" || status=1
+exit "$status"

@@ -4,8 +4,10 @@
 // answer comes from the runtime and the driver. Read it beside "How to Use CUDA with PyTorch:
 // Clearly Explained" (checking availability, device count, monitoring memory, GPU specifications).
 //
-// In reading order: the properties of one device, peer access, free memory, the memory-accounting
-// walk-through (a stream-ordered pool plays PyTorch's caching allocator), then the program.
+// In reading order: the properties of one device, peak memory bandwidth, what the SMs and the
+// clock buy ("CUDA cores", tensor cores, peak FLOP/s), peer access, free memory, the
+// memory-accounting walk-through (a stream-ordered pool plays PyTorch's caching allocator), then
+// the program. device_query_bench (bench_matmul.cu) measures how close matmuls get to the peaks.
 //
 //   device_query                 every device, then memory accounting on device 0
 //   device_query --device 1      one device (made current, as torch.cuda.set_device(1))
@@ -98,12 +100,57 @@ DeviceReport query_device(int device) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 2. Which devices reach each other's memory, and how much memory is free now.
+// 2. The ceiling of memory bandwidth, as arithmetic.
 double peak_memory_bandwidth_gbps(int memory_clock_khz, int bus_width_bits) {
   const double transfers_per_second = 2.0 * memory_clock_khz * 1e3;
   return transfers_per_second * (bus_width_bits / 8.0) / 1e9;
 }
 
+// ---------------------------------------------------------------------------------------------
+// 3. What the specifications buy: "CUDA cores", tensor cores and peak FLOP/s, as arithmetic.
+std::optional<int> fp32_lanes_per_sm(int major, int minor) {
+  // The CUDA Programming Guide's throughput table (32-bit floating-point add, multiply, FMA per
+  // clock per SM). A100 (8.0): 108 SMs x 64 = 6912, the article's count; RTX 3080 (8.6): 68 x 128
+  // = 8704.
+  if (major == 7 && (minor == 0 || minor == 5)) return 64;
+  if (major == 8 && minor == 0) return 64;
+  if (major == 8 && (minor == 6 || minor == 7 || minor == 9)) return 128;
+  if (major == 9 && minor == 0) return 128;
+  if (major == 10 || major == 12) return 128;
+  return std::nullopt;
+}
+
+std::optional<int> bf16_tensor_flop_per_clock_per_sm(int major, int minor) {
+  // Four tensor cores per SM: 256 dense FMA per clock each on Ampere (A100: 108 x 2048 FLOP x
+  // 1.41 GHz = 312 TFLOPS), twice that on Hopper (H100 SXM: 132 x 4096 x 1.83 GHz = 989 TFLOPS).
+  if (major == 8 && minor == 0) return 2048;
+  if (major == 9 && minor == 0) return 4096;
+  return std::nullopt;
+}
+
+ComputePeaks compute_peaks(int major, int minor, int multiprocessors, int clock_khz) {
+  const double clocks_per_second = clock_khz * 1e3;
+  ComputePeaks p;
+  p.fp32_lanes_per_sm = fp32_lanes_per_sm(major, minor);
+  if (p.fp32_lanes_per_sm) {
+    p.cuda_cores = multiprocessors * *p.fp32_lanes_per_sm;
+    p.fp32_tflops = *p.cuda_cores * 2.0 * clocks_per_second / 1e12;  // one FMA = 2 FLOP per lane per clock
+  }
+  if (const auto bf16 = bf16_tensor_flop_per_clock_per_sm(major, minor)) {
+    p.bf16_tensor_tflops = multiprocessors * static_cast<double>(*bf16) * clocks_per_second / 1e12;
+    p.tf32_tensor_tflops = *p.bf16_tensor_tflops / 2.0;  // 32-bit operands: half as many per clock
+  }
+  return p;
+}
+
+std::string unknown_peak_text(int major, int minor, bool tensor) {
+  const std::string sm = "sm_" + std::to_string(major) + std::to_string(minor);
+  if (tensor && major < 8) return "no TF32/BF16 tensor cores on " + sm;
+  return "not known for " + sm;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Which devices reach each other's memory.
 std::vector<std::vector<bool>> peer_access_matrix(int device_count) {
   std::vector<std::vector<bool>> matrix(device_count, std::vector<bool>(device_count, false));
   for (int a = 0; a < device_count; ++a) {
@@ -117,6 +164,7 @@ std::vector<std::vector<bool>> peer_access_matrix(int device_count) {
   return matrix;
 }
 
+// How much memory is free now.
 MemoryInfo memory_info() {
   MemoryInfo m;
   CUDA_CHECK(cudaMemGetInfo(&m.free, &m.total));
@@ -124,7 +172,7 @@ MemoryInfo memory_info() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 3. Memory accounting: what the driver sees, and what a caching pool keeps.
+// 5. Memory accounting: what the driver sees, and what a caching pool keeps.
 namespace {
 
 // A pool of its own, so that nothing else in the process shares its counters, told to keep every
@@ -214,7 +262,7 @@ std::vector<AccountingStep> measure_memory_accounting(std::size_t bytes) {
 }  // namespace device_query
 
 // ---------------------------------------------------------------------------------------------
-// 4. The program: the runtime's answers, one table of device properties, the peer matrix, and
+// 6. The program: the runtime's answers, one table of device properties, the peer matrix, and
 //    the accounting walk-through checked step by step.
 #ifndef WORKBOOK_LESSON_LIBRARY
 #include "cli.h"
@@ -251,6 +299,10 @@ Table device_table() {
                 {"max_threads_per_multiprocessor", "threads per SM, max"},
                 {"max_block_dim", "block dimensions, max"}, {"max_grid_dim", "grid dimensions, max"},
                 {"async_engine_count", "copy engines"}, {"sm_clock_mhz", "SM clock, peak (MHz)"},
+                {"fp32_lanes_per_sm", "FP32 lanes per SM"}, {"cuda_cores", "CUDA cores (SMs x FP32 lanes)"},
+                {"peak_fp32_tflops", "peak FP32 TFLOP/s, CUDA cores", 1},
+                {"peak_tf32_tensor_tflops", "peak TF32 TFLOP/s, tensor cores", 1},
+                {"peak_bf16_tensor_tflops", "peak BF16 TFLOP/s, tensor cores", 1},
                 {"memory_clock_mhz", "memory clock, peak (MHz)"}, {"memory_bus_width_bits", "memory bus width (bits)"},
                 {"peak_memory_bandwidth_gbps", "peak memory bandwidth (GB/s)", 0},
                 {"ecc_enabled", "ECC enabled"}, {"unified_addressing", "unified addressing"},
@@ -258,7 +310,16 @@ Table device_table() {
                 {"memory_pools", "memory pools (cudaMallocAsync)"}});
 }
 
+// An empty peak is printed as what is missing ("not known for sm_86"), never as a guess.
+template <class T>
+nlohmann::json known_or(const std::optional<T>& value, const std::string& otherwise) {
+  return value ? nlohmann::json(*value) : nlohmann::json(otherwise);
+}
+
 void add_device(Table& table, const DeviceReport& d) {
+  const ComputePeaks peaks = compute_peaks(d.major, d.minor, d.multiprocessors, d.sm_clock_khz);
+  const std::string unknown = unknown_peak_text(d.major, d.minor, false);
+  const std::string no_tensor = unknown_peak_text(d.major, d.minor, true);
   table.add_row()
       .set("index", d.index).set("name", d.name)
       .set("compute_capability", std::to_string(d.major) + "." + std::to_string(d.minor))
@@ -272,6 +333,11 @@ void add_device(Table& table, const DeviceReport& d) {
       .set("max_threads_per_multiprocessor", d.max_threads_per_multiprocessor)
       .set("max_block_dim", d.max_block_dim).set("max_grid_dim", d.max_grid_dim)
       .set("async_engine_count", d.async_engine_count).set("sm_clock_mhz", d.sm_clock_khz / 1000)
+      .set("fp32_lanes_per_sm", known_or(peaks.fp32_lanes_per_sm, unknown))
+      .set("cuda_cores", known_or(peaks.cuda_cores, unknown))
+      .set("peak_fp32_tflops", known_or(peaks.fp32_tflops, unknown))
+      .set("peak_tf32_tensor_tflops", known_or(peaks.tf32_tensor_tflops, no_tensor))
+      .set("peak_bf16_tensor_tflops", known_or(peaks.bf16_tensor_tflops, no_tensor))
       .set("memory_clock_mhz", d.memory_clock_khz / 1000).set("memory_bus_width_bits", d.memory_bus_width_bits)
       .set("peak_memory_bandwidth_gbps", peak_memory_bandwidth_gbps(d.memory_clock_khz, d.memory_bus_width_bits))
       .set("ecc_enabled", d.ecc_enabled).set("unified_addressing", d.unified_addressing)
@@ -393,6 +459,9 @@ int run(int argc, char** argv) {
   out << "\n";
   devices.print_turned(out, "");
   report.json()["devices"] = devices.json();
+  // The one-line why of the peaks (device_query_bench measures how close real work gets).
+  out << "(each FP32 lane does one multiply-add, 2 FLOP, per clock; tensor cores multiply small matrices, dense,\n"
+         " 8x (TF32) and 16x (BF16) that rate on sm_80 and sm_90, but only for matmuls)\n";
 
   if (gpus.device_count >= 2) {
     Table peers(peer_columns(gpus.device_count));

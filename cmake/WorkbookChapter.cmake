@@ -3,6 +3,8 @@
 #   workbook_add_chapter(<program>
 #       LESSON <sources...>           the lesson, main included (its first file), read top to bottom
 #       [BENCH <sources...>]          the measuring harness: program <program>_bench, main in its first file
+#       [BENCH_LINK <targets...>]     libraries only the bench needs, e.g. CUDA::cublas
+#       [BENCH_SMOKE_LABELS <labels>] ctest labels of `<program>_bench --quick` (default: SMOKE_LABELS)
 #   or, for a chapter not yet split into a lesson and a bench:
 #       PROGRAM <sources...>          main: flags, reference, check, time, report
 #       [LIBRARY <sources...>]        kernels, launchers and *_cpu twins -> target <program>_core
@@ -36,7 +38,7 @@ set(WORKBOOK_SANITIZER_TOOLS memcheck racecheck initcheck synccheck)
 
 function(workbook_add_chapter program)
   cmake_parse_arguments(PARSE_ARGV 1 arg "RUN_SERIAL" ""
-                        "LESSON;BENCH;PROGRAM;LIBRARY;LINK;SMOKE_LABELS;SANITIZE_ARGS;SANITIZER_OPTIONS;BENCH_SANITIZE_ARGS")
+                        "LESSON;BENCH;BENCH_LINK;BENCH_SMOKE_LABELS;PROGRAM;LIBRARY;LINK;SMOKE_LABELS;SANITIZE_ARGS;SANITIZER_OPTIONS;BENCH_SANITIZE_ARGS")
   if(NOT arg_PROGRAM AND NOT arg_LESSON)
     message(FATAL_ERROR "workbook_add_chapter(${program}): LESSON (or PROGRAM) sources are required")
   endif()
@@ -89,17 +91,24 @@ function(workbook_add_chapter program)
     list(REMOVE_AT bench_parts 0)
     if(bench_parts)
       target_sources(${program}_core PRIVATE ${bench_parts})
+      target_link_libraries(${program}_core PUBLIC ${arg_BENCH_LINK})
     endif()
     add_executable(${program}_bench ${bench_main})
-    target_link_libraries(${program}_bench PRIVATE ${program}_core workbook::common ${arg_LINK} workbook::policy)
+    target_link_libraries(${program}_bench PRIVATE ${program}_core workbook::common ${arg_LINK} ${arg_BENCH_LINK}
+                          workbook::policy)
     list(APPEND programs ${program}_bench)
   endif()
 
-  # Programs with device code of their own: tests/test_build.cpp checks their architectures.
+  # Programs with device code of their own: tests/test_build.cpp checks their architectures. A
+  # lesson without kernels (01) can still have a bench with some.
   set(cuda_sources ${arg_PROGRAM} ${arg_LIBRARY} ${arg_LESSON})
   list(FILTER cuda_sources INCLUDE REGEX "\\.cu$")
+  set(bench_cuda_sources ${arg_BENCH})
+  list(FILTER bench_cuda_sources INCLUDE REGEX "\\.cu$")
   if(cuda_sources)
     set_property(GLOBAL APPEND PROPERTY WORKBOOK_GPU_PROGRAMS ${programs})
+  elseif(bench_cuda_sources)
+    set_property(GLOBAL APPEND PROPERTY WORKBOOK_GPU_PROGRAMS ${program}_bench)
   endif()
 
   set(serial FALSE)
@@ -111,14 +120,19 @@ function(workbook_add_chapter program)
   if(NOT arg_BENCH_SANITIZE_ARGS)
     set(arg_BENCH_SANITIZE_ARGS --quick)
   endif()
+  if(NOT arg_BENCH_SMOKE_LABELS)
+    set(arg_BENCH_SMOKE_LABELS ${arg_SMOKE_LABELS})
+  endif()
   foreach(target IN LISTS programs)
     set(what "")
     set(args ${arg_SANITIZE_ARGS})
+    set(labels ${arg_SMOKE_LABELS})
     if(target STREQUAL "${program}_bench")
       set(what "bench ")
       set(args ${arg_BENCH_SANITIZE_ARGS})
+      set(labels ${arg_BENCH_SMOKE_LABELS})
     endif()
-    workbook_add_program_tests(${target} "${chapter}: ${what}" "${arg_SMOKE_LABELS}" ${serial}
+    workbook_add_program_tests(${target} "${chapter}: ${what}" "${labels}" ${serial}
                                "${arg_SANITIZER_OPTIONS}" ${args})
   endforeach()
 endfunction()

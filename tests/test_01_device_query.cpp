@@ -10,8 +10,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 using Catch::Matchers::ContainsSubstring;
 using Catch::Matchers::StartsWith;
@@ -38,6 +43,54 @@ TEST_CASE("peak memory bandwidth is two transfers per clock over the bus width")
   CHECK(device_query::peak_memory_bandwidth_gbps(2'619'000, 5120) == Catch::Approx(3352.32));
   CHECK(device_query::peak_memory_bandwidth_gbps(1'000'000, 64) == Catch::Approx(16.0));
   CHECK(device_query::peak_memory_bandwidth_gbps(0, 5120) == 0.0);
+}
+
+TEST_CASE("CUDA cores and peak FLOP/s reproduce the published figures (within 2%)") {
+  using device_query::compute_peaks;
+  // The article's counts: A100 6912 CUDA cores (108 SMs x 64), RTX 3080 8704 (68 SMs x 128).
+  CHECK(compute_peaks(8, 0, 108, 1'410'000).cuda_cores == 6912);
+  CHECK(compute_peaks(8, 6, 68, 1'710'000).cuda_cores == 8704);
+
+  // A100 SXM at its 1410 MHz boost: 19.5 TFLOPS FP32, 156 TF32 and 312 BF16 dense on tensor cores.
+  const auto a100 = compute_peaks(8, 0, 108, 1'410'000);
+  REQUIRE(a100.fp32_tflops);
+  REQUIRE(a100.tf32_tensor_tflops);
+  REQUIRE(a100.bf16_tensor_tflops);
+  CHECK(*a100.fp32_tflops == Catch::Approx(19.5).epsilon(0.02));
+  CHECK(*a100.tf32_tensor_tflops == Catch::Approx(156.0).epsilon(0.02));
+  CHECK(*a100.bf16_tensor_tflops == Catch::Approx(312.0).epsilon(0.02));
+
+  // H100 SXM: NVIDIA's tensor figures use 1830 MHz (989 BF16, 495 TF32 dense), its FP32 figure
+  // the 1980 MHz that cudaDevAttrClockRate reports (67 TFLOPS on 16896 CUDA cores).
+  const auto h100_tensor = compute_peaks(9, 0, 132, 1'830'000);
+  REQUIRE(h100_tensor.bf16_tensor_tflops);
+  REQUIRE(h100_tensor.tf32_tensor_tflops);
+  CHECK(*h100_tensor.bf16_tensor_tflops == Catch::Approx(989.0).epsilon(0.02));
+  CHECK(*h100_tensor.tf32_tensor_tflops == Catch::Approx(494.7).epsilon(0.02));
+  const auto h100 = compute_peaks(9, 0, 132, 1'980'000);
+  CHECK(h100.cuda_cores == 16896);
+  REQUIRE(h100.fp32_tflops);
+  CHECK(*h100.fp32_tflops == Catch::Approx(66.9).epsilon(0.02));
+}
+
+TEST_CASE("an architecture the peak table does not know gets no number but a reason") {
+  using device_query::compute_peaks;
+  const auto future = compute_peaks(13, 0, 100, 2'000'000);
+  CHECK_FALSE(future.fp32_lanes_per_sm);
+  CHECK_FALSE(future.cuda_cores);
+  CHECK_FALSE(future.fp32_tflops);
+  CHECK_FALSE(future.tf32_tensor_tflops);
+  CHECK_FALSE(future.bf16_tensor_tflops);
+  CHECK(device_query::unknown_peak_text(13, 0, false) == "not known for sm_130");
+  // Ada's tensor rate with FP32 accumulate differs between GeForce and workstation cards.
+  const auto ada = compute_peaks(8, 9, 128, 2'520'000);
+  CHECK(ada.cuda_cores == 16384);
+  CHECK_FALSE(ada.bf16_tensor_tflops);
+  CHECK(device_query::unknown_peak_text(8, 9, true) == "not known for sm_89");
+  // Turing has tensor cores, but for FP16 and integers only.
+  CHECK_FALSE(compute_peaks(7, 5, 40, 1'590'000).tf32_tensor_tflops);
+  CHECK(device_query::unknown_peak_text(7, 5, true) == "no TF32/BF16 tensor cores on sm_75");
+  CHECK(compute_peaks(7, 5, 40, 1'590'000).cuda_cores == 2560);  // T4
 }
 
 TEST_CASE("with every device hidden, 'not available' is an answer: exit 0 and the reason") {
@@ -98,7 +151,10 @@ TEST_CASE("a device index that does not exist exits 2 naming the devices that do
   workbook::testing::require_gpus(1);
   for (const char* index : {"999", "cuda:999"}) {
     const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--device", index});
-    CAPTURE(index, r.err);
+    const ProgramResult bench = run_program({WORKBOOK_BENCH_PROGRAM, "--quick", "--device", index});
+    CAPTURE(index, r.err, bench.err);
+    CHECK(bench.exit_code == 2);
+    CHECK_THAT(bench.err, ContainsSubstring("invalid device ordinal") && ContainsSubstring("this machine has"));
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, ContainsSubstring("invalid device ordinal") && ContainsSubstring("this machine has") &&
                           ContainsSubstring("0 ("));
@@ -123,6 +179,13 @@ TEST_CASE("device count and properties agree with the runtime in another process
     CHECK(d["warp_size"] == 32);
     CHECK(d["free_global_mem_bytes"].get<std::size_t>() <= prop.totalGlobalMem);
     CHECK(d["peak_memory_bandwidth_gbps"].get<double>() > 100.0);
+    // "CUDA cores" are SMs x FP32 lanes; a capability the table does not know says so instead.
+    if (d["fp32_lanes_per_sm"].is_number()) {
+      CHECK(d["cuda_cores"] == prop.multiProcessorCount * d["fp32_lanes_per_sm"].get<int>());
+      CHECK(d["peak_fp32_tflops"].get<double>() > 0.0);
+    } else {
+      CHECK_THAT(d["cuda_cores"].get<std::string>(), StartsWith("not known for sm_"));
+    }
   }
 }
 
@@ -198,4 +261,135 @@ TEST_CASE("device_query agrees with PyTorch's torch.cuda", "[pytorch]") {
     CHECK(j["devices"][i]["compute_capability"] == t["devices"][i]["cc"]);
     CHECK(j["devices"][i]["l2_cache_bytes"] == t["devices"][i]["l2"]);
   }
+}
+
+// ------------------------------------------------------------------------ device_query_bench
+
+TEST_CASE("the bench refuses bad flags with one line and exit 2, before touching the GPU") {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+      {{"--sizes", "0"}, "--sizes must be at least 1, got 0"},
+      {{"--sizes", "1,,2"}, "--sizes: '1,,2' has an empty item"},
+      {{"--sizes", "40000"}, "--sizes must be at most 32768, got 40000"},
+      {{"--sizes", "5X"}, "--sizes: '5X' is not a size"},
+      {{"--repeats", "0"}, "--repeats must be at least 1, got 0"},
+      {{"--axpy-elements", "0"}, "--axpy-elements must be at least 1, got 0"},
+      {{"--axpy-elements", "3G"}, "--axpy-elements must be at most 2000000000, got 3000000000"},
+      {{"--device", "gpu"}, "--device must be N, cuda or cuda:N"},
+      {{"--bogus"}, "--bogus"}};
+  for (const auto& [args, message] : cases) {
+    std::vector<std::string> argv{WORKBOOK_BENCH_PROGRAM, "--quick"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProgramResult r = run_program(argv);
+    CAPTURE(args, r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, StartsWith("error: ") && ContainsSubstring(message));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.out.empty());
+  }
+  const ProgramResult help = run_program({WORKBOOK_BENCH_PROGRAM, "--help"});
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.out, ContainsSubstring("--sizes") && ContainsSubstring("--repeats") &&
+                           ContainsSubstring("--axpy-elements") && ContainsSubstring("--json"));
+}
+
+TEST_CASE("the bench without a GPU says why in one line and exits 77") {
+  const ProgramResult r = run_program({WORKBOOK_BENCH_PROGRAM, "--quick", "--sizes", "64"}, {{"CUDA_VISIBLE_DEVICES", ""}});
+  CAPTURE(r.out, r.err);
+  CHECK(r.exit_code == 77);
+  CHECK_THAT(r.err, StartsWith("device_query_bench needs a CUDA GPU: "));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+namespace {
+
+nlohmann::json run_bench_quick_json(const std::map<std::string, std::string>& env = {}) {
+  const std::string path = workbook::testing::temp_path("device_query_bench.json");
+  const ProgramResult r = run_program({WORKBOOK_BENCH_PROGRAM, "--quick", "--json", path}, env);
+  workbook::testing::skip_if_no_gpu(r);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(workbook::testing::last_line(r.out) == "PASS");
+  nlohmann::json j = workbook::testing::read_json(path);
+  std::remove(path.c_str());
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("device_query_bench --quick: every precision's matmul and y = a x + y pass their checks", "[gpu]") {
+  workbook::testing::require_gpus(1);
+  const nlohmann::json j = run_bench_quick_json();
+  CHECK(j["program"] == "device_query_bench");
+  CHECK(j["passed"] == true);
+  CHECK(j["quick"] == true);
+  const bool tensor_cores = std::stoi(j["device"]["compute_capability"].get<std::string>()) >= 8;  // the major
+  std::map<std::string, int> checked;  // precision -> sizes whose check passed
+  for (const auto& row : j["rows"]) {
+    CAPTURE(row.dump());
+    if (row["operation"] == "axpy") {
+      CHECK(row["passed"] == true);
+      CHECK(row["n"] == 1'000'003);
+      CHECK(row["gbps"].get<double>() > 0.0);
+      CHECK(row["flop_per_byte"].get<double>() == Catch::Approx(1.0 / 6.0));
+      ++checked["axpy"];
+      continue;
+    }
+    REQUIRE(row["operation"] == "matmul");
+    const std::string precision = row["precision"];
+    if (row.contains("skipped")) {  // TF32 and BF16 only, and only below compute capability 8.0
+      CHECK(precision != "fp32");
+      CHECK_FALSE(tensor_cores);
+      continue;
+    }
+    CHECK(row["passed"] == true);
+    CHECK(row["tflops"].get<double>() > 0.0);
+    CHECK(row["min_ms"].get<double>() <= row["median_ms"].get<double>());
+    // FP32 really is FP32: rounding the inputs to TF32 alone would leave errors near 1e-3 of scale.
+    if (precision == "fp32") CHECK(row["error_over_scale"].get<double>() < 1e-4);
+    ++checked[precision];
+  }
+  CHECK(checked["fp32"] == 2);  // sizes 256 and 257
+  CHECK(checked["axpy"] == 1);
+  if (tensor_cores) {
+    CHECK(checked["tf32"] == 2);
+    CHECK(checked["bf16"] == 2);
+  }
+  if (j["device"]["compute_capability"] == "9.0") CHECK(j["peaks"]["bf16_tensor_tflops"].get<double>() > 0.0);
+}
+
+TEST_CASE("device_query_bench on a GPU treated as sm_75 skips TF32 and BF16, says why, and passes", "[gpu]") {
+  workbook::testing::require_gpus(1);
+  const nlohmann::json j = run_bench_quick_json({{"WORKBOOK_PRETEND_COMPUTE_CAPABILITY", "7.5"}});
+  int skipped = 0;
+  for (const auto& row : j["rows"]) {
+    if (!row.contains("skipped")) continue;
+    CHECK(row["precision"] != "fp32");
+    CHECK_THAT(row["skipped"].get<std::string>(), ContainsSubstring("compute capability 8.0 or newer"));
+    ++skipped;
+  }
+  CHECK(skipped == 4);  // TF32 and BF16 at sizes 256 and 257
+}
+
+TEST_CASE("pytorch_matmul.py --quick: the same matmuls and y = a x + y pass the same checks", "[pytorch]") {
+  workbook::testing::require_gpus(1);
+  workbook::testing::require_torch_cuda(WORKBOOK_PYTHON);
+  const std::string path = workbook::testing::temp_path("pytorch_matmul.json");
+  const ProgramResult r = run_program(
+      {WORKBOOK_PYTHON, std::string(WORKBOOK_CHAPTER_DIR) + "/pytorch_matmul.py", "--quick", "--json", path});
+  CAPTURE(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(workbook::testing::last_line(r.out) == "PASS");
+  const nlohmann::json j = workbook::testing::read_json(path);
+  std::remove(path.c_str());
+  CHECK(j["program"] == "pytorch_matmul");
+  std::map<std::string, int> passed;
+  for (const auto& row : j["rows"]) {
+    CAPTURE(row.dump());
+    if (row.contains("skipped")) continue;
+    CHECK(row["passed"] == true);
+    CHECK(row["median_ms"].get<double>() > 0.0);
+    ++passed[row["operation"].get<std::string>() + "/" + row["precision"].get<std::string>()];
+  }
+  CHECK(passed["matmul/fp32"] == 2);
+  CHECK(passed["axpy/fp32"] == 1);
 }

@@ -3,6 +3,7 @@
 #include "compare.h"
 #include "cli.h"
 #include "compute_capability.h"
+#include "cublas_check.h"
 #include "cuda_check.h"
 #include "curand_generator.h"
 #include "device_buffer.h"
@@ -55,6 +56,24 @@ TEST_CASE("CUDA_CHECK is silent on success and evaluates its expression once") {
   auto succeed = [&calls] { ++calls; return cudaSuccess; };
   CHECK_NOTHROW([&] { CUDA_CHECK(succeed()); }());
   CHECK(calls == 1);
+}
+
+TEST_CASE("CUBLAS_CHECK throws CublasError naming file, line, expression and status; main exits 1") {
+  const int line = __LINE__ + 2;
+  try {
+    CUBLAS_CHECK(CUBLAS_STATUS_NOT_SUPPORTED);
+    FAIL("CUBLAS_CHECK did not throw");
+  } catch (const CublasError& e) {
+    CHECK(e.code() == CUBLAS_STATUS_NOT_SUPPORTED);
+    CHECK_THAT(std::string(e.what()),
+               StartsWith(std::string(__FILE__) + ":" + std::to_string(line) +
+                          ": CUBLAS_STATUS_NOT_SUPPORTED failed: CUBLAS_STATUS_NOT_SUPPORTED: "));
+  }
+  int calls = 0;
+  auto succeed = [&calls] { ++calls; return CUBLAS_STATUS_SUCCESS; };
+  CHECK_NOTHROW([&] { CUBLAS_CHECK(succeed()); }());
+  CHECK(calls == 1);
+  CHECK(guarded_main("t", []() -> int { CUBLAS_CHECK(CUBLAS_STATUS_EXECUTION_FAILED); return 0; }) == kExitFailure);
 }
 
 TEST_CASE("summarize gives median, min, max and mean") {
