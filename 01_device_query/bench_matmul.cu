@@ -105,13 +105,30 @@ void to_bf16(const float* in, __nv_bfloat16* out, std::size_t n, cudaStream_t st
 // 2. The element-wise operation, y = a x + y: one fused multiply-add per 12 bytes (read x and y,
 //    write y). Its CPU twin does the same single fmaf, so the two agree bit for bit.
 
+// Four floats per thread, moved with 16-byte loads and stores: a quarter of the memory
+// instructions of one float per thread, and more bytes in flight per thread, which is what it
+// takes to run at the copy's rate (PyTorch's element-wise kernels load 4-wide for the same reason;
+// with one float per thread this kernel measured about 20% slower than y.add_ on an H200). x and y
+// come from cudaMalloc, so 16-byte aligned; the last n % 4 elements go one at a time.
+constexpr int kAxpyWidth = 4;
+
 __global__ void axpy_kernel(std::size_t n, float a, const float* x, float* y) {
-  const std::size_t i = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = fmaf(a, x[i], y[i]);
+  const std::size_t i = (std::size_t{blockIdx.x} * blockDim.x + threadIdx.x) * kAxpyWidth;
+  if (i + kAxpyWidth <= n) {
+    const float4 xv = *reinterpret_cast<const float4*>(x + i);
+    float4 yv = *reinterpret_cast<const float4*>(y + i);
+    yv.x = fmaf(a, xv.x, yv.x);
+    yv.y = fmaf(a, xv.y, yv.y);
+    yv.z = fmaf(a, xv.z, yv.z);
+    yv.w = fmaf(a, xv.w, yv.w);
+    *reinterpret_cast<float4*>(y + i) = yv;
+  } else {
+    for (std::size_t j = i; j < n; ++j) y[j] = fmaf(a, x[j], y[j]);
+  }
 }
 
 void axpy(std::size_t n, float a, const float* x, float* y, cudaStream_t stream) {
-  axpy_kernel<<<static_cast<unsigned>(ceil_div(n, kBlock)), kBlock, 0, stream>>>(n, a, x, y);
+  axpy_kernel<<<static_cast<unsigned>(ceil_div(n, std::size_t{kBlock} * kAxpyWidth)), kBlock, 0, stream>>>(n, a, x, y);
   CUDA_CHECK_LAUNCH();
 }
 

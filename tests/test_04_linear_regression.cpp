@@ -608,7 +608,8 @@ TEST_CASE("bench --trace on the GPU: each pipeline's copies and steps on its str
   };
   std::map<int, std::string> names;
   std::map<int, std::vector<Op>> tracks;  // track -> its ops, in file order
-  for (const auto& e : read_json(trace)["traceEvents"]) {
+  const nlohmann::json events = read_json(trace)["traceEvents"];  // a copy: the parsed file is a temporary
+  for (const auto& e : events) {
     if (e["ph"] == "M" && e["name"] == "thread_name") names[e["tid"].get<int>()] = e["args"]["name"];
     if (e["ph"] != "X") continue;
     const double ts = e["ts"].get<double>(), dur = e["dur"].get<double>();
