@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """plot_trace.py: draw the Chrome trace written by `streams_events_bench --trace FILE` as a PNG timeline.
 
-The traces of `fused_kernels_bench --trace` (05) and `linear_regression_bench --trace` (04) have
+The traces of `fused_kernels_bench --trace` (05), `linear_regression_bench --trace` (04) and
+the two-epoch timeline `pytorch_regression.py --profile` (04) cuts from torch.profiler's trace have
 the same shape and are drawn by this script too.
 
     python3 plot_trace.py trace.json timeline.png ["title"]
@@ -22,9 +23,10 @@ plt = needs("matplotlib.pyplot")  # the Agg backend: no display on the GPU machi
 patches = needs("matplotlib.patches")
 
 COLOURS = {"copy_in": "#4c72b0", "compute": "#dd8452", "copy_out": "#55a868", "delay": "#9a9a9a",
-           "step": "#8172b3"}
+           "step": "#8172b3", "launch": "#c44e52", "sync": "#937860", "memset": "#64b5cd"}
 LABELS = {"copy_in": "H2D copy", "compute": "compute kernel", "copy_out": "D2H copy", "delay": "late producer",
-          "step": "update / SGD step"}
+          "step": "update / SGD step", "launch": "host: launch call", "sync": "host: waits for the GPU",
+          "memset": "memset"}
 DEFAULT_TITLE = "streams_events_bench --trace: CUDA event timestamps per stream"
 
 

@@ -15,6 +15,8 @@ warm-up runs first, then the median of repeated runs (CUDA events on cuda, the h
 writes its Chrome trace (open it in https://ui.perfetto.dev or chrome://tracing, beside the C++
 program's trace); it prints the profiler's top operations and how busy the GPU was between the first
 and the last GPU operation: a loop of tiny kernels leaves the GPU waiting on Python between launches.
+It also writes FILE's last two epochs as a two-track timeline (the host's launch calls, the GPU's
+operations) in the shape 03's plot_trace.py draws: FILE with .json replaced by _timeline.json.
 """
 import copy
 import json
@@ -120,11 +122,45 @@ def profile(args, data, device, log):
     print(f"torch.profiler, {short.epochs} epochs (trace: {args.profile}):", file=log)
     print(prof.key_averages().table(sort_by=sort_key, row_limit=12), file=log)
     busy = gpu_busy(args.profile)
+    timeline = write_timeline(args.profile, 2 / short.epochs)
     if busy is not None:
         print(f"GPU busy {100 * busy['fraction']:.1f}% of the {busy['span_us']:.0f} us from the first GPU "
               f"operation to the last ({busy['operations']} operations, {busy['operations'] / short.epochs:.1f} "
               "per epoch): the rest is the GPU waiting for Python to launch the next one", file=log)
-    return {"file": args.profile, "epochs": short.epochs, "gpu_busy": busy}
+    return {"file": args.profile, "epochs": short.epochs, "gpu_busy": busy, "timeline": timeline}
+
+
+GPU_CATEGORY = {"kernel": "compute", "gpu_memcpy": "copy_out", "gpu_memset": "memset"}  # plot_trace.py's names
+GPU_OPERATIONS = tuple(GPU_CATEGORY)
+HOST_CALLS = {"cudaLaunchKernel": "launch", "cudaMemsetAsync": "launch", "cudaMemcpyAsync": "launch",
+              "cudaStreamSynchronize": "sync"}  # the category plot_trace.py colours each by
+
+
+def write_timeline(trace_file, fraction):
+    """The last `fraction` of a profiler trace's GPU operations (the first epoch pays the profiler's
+    start-up), and the host's CUDA calls in the same window, as a two-track trace for plot_trace.py;
+    returns the file written (None: no GPU operations)."""
+    with open(trace_file) as f:
+        events = json.load(f)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    gpu = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") in GPU_OPERATIONS), key=lambda e: e["ts"])
+    if not gpu:
+        return None
+    gpu = gpu[-max(1, round(fraction * len(gpu))):]
+    begin, end = float(gpu[0]["ts"]), max(float(e["ts"]) + float(e["dur"]) for e in gpu)
+    host = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cuda_runtime" and e["name"] in HOST_CALLS
+            and begin - 50 <= float(e["ts"]) <= end]  # a launch runs a few us before its kernel
+    origin = min([begin] + [float(e["ts"]) for e in host])
+    tracks = ["PyTorch eager: host (CUDA calls)", "PyTorch eager: GPU"]
+    out = [{"ph": "M", "name": "thread_name", "pid": 1, "tid": t, "args": {"name": n}} for t, n in enumerate(tracks)]
+    out += [{"ph": "X", "name": e["name"], "cat": HOST_CALLS[e["name"]], "pid": 1, "tid": 0,
+             "ts": float(e["ts"]) - origin, "dur": float(e["dur"])} for e in host]
+    out += [{"ph": "X", "name": e["name"][:60], "cat": GPU_CATEGORY[e["cat"]], "pid": 1,
+             "tid": 1, "ts": float(e["ts"]) - origin, "dur": float(e["dur"])} for e in gpu]
+    path = trace_file[:-5] + "_timeline.json" if trace_file.endswith(".json") else trace_file + "_timeline.json"
+    with open(path, "w") as f:
+        json.dump({"traceEvents": out}, f, indent=1)
+    return path
 
 
 def gpu_busy(trace_file):

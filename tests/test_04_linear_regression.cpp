@@ -371,6 +371,14 @@ TEST_CASE("pytorch_regression.py --profile writes a torch.profiler trace with th
   CHECK(busy["operations"].get<int>() >= kernels);
   CHECK(busy["fraction"].get<double>() > 0.0);
   CHECK(busy["fraction"].get<double>() <= 1.0);
+  // The two-epoch cut for plot_trace.py: the host's launch calls and the GPU's operations.
+  const nlohmann::json cut = read_json(read_json(out)["profile"]["timeline"].get<std::string>())["traceEvents"];
+  std::map<int, int> per_track;
+  for (const auto& e : cut) {
+    if (e["ph"] == "X") ++per_track[e["tid"].get<int>()];
+  }
+  CHECK(per_track[0] > 0);
+  CHECK(per_track[1] > 0);
 }
 
 TEST_CASE("mini-batch plan: batch sizes refused with the flag's name, slices cover the training set once") {
