@@ -26,6 +26,7 @@ inline constexpr unsigned long long kLookAtHostNs = 20'000;
 using SystemTag = cuda::atomic_ref<unsigned, cuda::thread_scope_system>;
 
 __device__ __forceinline__ void one_shot_publish(const OneShotView& v, float rr, float rx, float r) {
+  if (*v.failed != 0) return;  // this GPU gave up on a peer: leave the peers' memory alone (one may be gone)
   const unsigned s = *v.sequence + 1;  // this exchange's number: the tag the readers wait for
   const int set = static_cast<int>(s & 1u) * v.world;
 #pragma unroll
