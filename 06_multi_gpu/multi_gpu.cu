@@ -227,9 +227,10 @@ ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& s, int repeat
                      Replica::bytes_needed(problem, train, test));
   Replica replica(problem, train, test, stream.get());
   // one_shot: this rank's mailbox, made before the communicator so that it outlives it (an abort
-  // of the communicator first stops the mailbox's waits on the GPU).
+  // of the communicator first stops the mailbox's waits on the GPU). Its waits give up a little
+  // before the host's would, so that the error names the rank that never came.
   std::optional<OneShotMailbox> mailbox;
-  if (s.exchange == ExchangeKind::kOneShot) mailbox.emplace(s.world_size, s.rank, watch.timeout_s);
+  if (s.exchange == ExchangeKind::kOneShot) mailbox.emplace(s.world_size, s.rank, 0.9 * watch.timeout_s);
   Communicator comm = Communicator::init_rank(s.id, s.world_size, s.rank, watch, s.nonblocking);
   const cudaStream_t st = stream.get();
   ParallelRun out;
