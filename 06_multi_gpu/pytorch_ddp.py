@@ -97,7 +97,9 @@ def time_eager(exchange, repeats):
 
 def time_graphed(exchange, repeats):
     """The same, replayed from one CUDA graph of EXCHANGE_ITERATIONS exchanges; None (and why) if
-    this exchange cannot be captured."""
+    this exchange cannot be captured on some rank (then no rank replays: a graph of collectives
+    replayed by one rank alone would wait for the others forever)."""
+    why_not = None
     try:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -110,7 +112,11 @@ def time_graphed(exchange, repeats):
             for _ in range(EXCHANGE_ITERATIONS):
                 exchange()
     except RuntimeError as e:
-        return None, " ".join(str(e).split())[:200]
+        why_not = " ".join(str(e).split())[:200]
+    captured = torch.tensor([0 if why_not else 1], dtype=torch.int32, device=torch.cuda.current_device())
+    dist.all_reduce(captured, op=dist.ReduceOp.MIN)  # every rank replays, or none does
+    if captured.item() == 0:
+        return None, why_not or "another rank could not capture it"
     samples = []
     for _ in range(repeats + 1):
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

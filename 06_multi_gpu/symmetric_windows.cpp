@@ -146,7 +146,7 @@ SymmetricWindows SymmetricWindows::register_rank(Communicator& comm, cudaStream_
 void SymmetricWindows::settle(const std::string& why) {
   if (why.empty() && !windows_.empty()) {
     int v = 0;
-    (void)ncclGetVersion(&v);
+    if (ncclGetVersion(&v) != ncclSuccess) v = NCCL_VERSION_CODE;  // the headers' then, for the note only
     active_ = true;
     note_ = "nccl_symmetric: the all-reduce runs on a " + std::to_string(kBytes) +
             "-byte ncclMemAlloc buffer per rank, registered with ncclCommWindowRegister(NCCL_WIN_COLL_SYMMETRIC) (NCCL " +
