@@ -1,11 +1,12 @@
 // bench_multi_gpu.cpp: chapter 06's measuring harness, beside the lesson (multi_gpu.cu), whose
 // replica and training loops it links: what the GPUs can move between them, what an all-reduce
 // costs, the DDP analog started by a launcher of its own (what torchrun does for one node) with
-// a fault injected on demand, and strong and weak scaling.
+// a fault injected on demand, strong and weak scaling, and the epoch's exchange done three ways.
 //
 //   multi_gpu_bench                              # everything: topology, allreduce, ddp, scaling
-//   multi_gpu_bench topology | allreduce | ddp | scaling       # one part
+//   multi_gpu_bench topology | allreduce | ddp | exchange | scaling   # one part
 //   multi_gpu_bench ddp --nproc 2 --fail-rank 1 --fail-epoch 50  # a rank dies; the others stop
+//   multi_gpu_bench ddp --nproc 2 --exchange one_shot            # the ranks exchange by hand
 //   multi_gpu_bench --quick --gpus 1             # what the tests and compute-sanitizer run
 //
 // The DDP ranks are the lesson's own program, `multi_gpu ddp`, one per GPU (the launcher finds it
@@ -61,6 +62,9 @@ struct Options {
   double timeout_s = 30.0;
   double launch_timeout_s = 0.0;  // 0: 10x --timeout-s
   bool nccl_nonblocking = false;  // ncclConfig_t::blocking = 0 for the DDP communicators
+  std::string exchange = "nccl";  // ddp and scaling: passed to the ranks (exchange.h)
+  // exchange: the three ways alone, then in the epoch at these sizes
+  std::string exchange_points = "5M,200M";
   // allreduce
   std::int64_t min_bytes = 8;
   std::int64_t max_bytes = std::int64_t{1} << 30;
@@ -89,6 +93,7 @@ void apply_quick(Options& o, const CLI::App& app) {
   if (unset("--copy-mib")) o.copy_mib = 8;
   if (unset("--strong")) o.strong = "200K";
   if (unset("--weak")) o.weak = "100K";
+  if (unset("--exchange-points")) o.exchange_points = "200K";
   if (unset("--timeout-s")) o.timeout_s = 60.0;  // sanitizers slow everything down
 }
 
@@ -119,6 +124,8 @@ void validate(const Options& o) {
   parse_point_list(o.strong, "--strong");
   parse_point_list(o.weak, "--weak");
   parse_int_list(o.gpu_counts, "--gpu-counts");
+  parse_point_list(o.exchange_points, "--exchange-points");
+  parse_exchange(o.exchange);
 }
 
 // Asks every device of the run for `need` before anything is allocated on any of them.
@@ -253,6 +260,7 @@ std::vector<std::string> worker_arguments(const Options& o, const regression::Co
   noise << std::setprecision(17) << c.noise;
   a.insert(a.end(), {"--noise", noise.str()});
   if (o.nccl_nonblocking) a.emplace_back("--nccl-nonblocking");
+  if (o.exchange != "nccl") a.insert(a.end(), {"--exchange", o.exchange});
   return a;
 }
 
@@ -343,6 +351,7 @@ int run_ddp_launcher(const Options& o, const std::vector<int>& devices, Report& 
   std::ostream& out = report.out();
   out << "== ddp: DistributedDataParallel analog: " << nproc << " rank" << (nproc == 1 ? "" : "s")
       << " (one process per GPU, built-in launcher); " << c.points << " points, " << c.epochs << " epochs, lr " << c.lr
+      << (o.exchange != "nccl" ? "; --exchange " + o.exchange : std::string())
       << "\nmulticast off (every rank sets it in main before any NCCL call): " << forced_environment_text() << "\n"
       << std::flush;
   const LaunchOutcome r = launch_ddp(o, c, nproc, out);
@@ -455,6 +464,111 @@ int run_scaling(const Options& o, const std::vector<int>& devices, Report& repor
 }
 
 // ---------------------------------------------------------------------------------------------
+// exchange: the epoch's 12 bytes the three ways of --exchange, alone and inside the epoch
+
+constexpr ExchangeKind kExchanges[] = {ExchangeKind::kNccl, ExchangeKind::kNcclSymmetric, ExchangeKind::kOneShot};
+
+void run_exchange_alone(const Options& o, const std::vector<int>& devices, const std::vector<int>& counts,
+                        Report& report) {
+  std::ostream& out = report.out();
+  out << "-- alone, in one process (GPU time: each GPU's " << o.allreduce.iterations
+      << " exchanges queued behind a latch, back to back; the slowest GPU's time per exchange, median of "
+      << o.allreduce.batches << " batches):\n"
+      << "  GPUs  exchange          ran               time us     min us     max us   sums\n";
+  nlohmann::json rows = nlohmann::json::array();
+  for (int n : counts) {
+    const std::vector<int> sub(devices.begin(), devices.begin() + n);
+    for (ExchangeKind kind : kExchanges) {
+      const ExchangeRow r = measure_exchange(sub, kind, o.allreduce, o.timeout_s);
+      out << std::setw(6) << n << "  " << std::left << std::setw(18) << exchange_name(kind) << std::setw(14) << r.used
+          << std::right << std::setw(11) << fixed(r.time_us.median, 2) << std::setw(11) << fixed(r.time_us.min, 2)
+          << std::setw(11) << fixed(r.time_us.max, 2) << "   " << (r.correct ? "exact" : "WRONG") << "\n";
+      if (!r.note.empty() && r.used != exchange_name(kind)) out << "        " << r.note << "\n";
+      report.check(r.correct, std::string("exchange: ") + exchange_name(kind) + " on " + std::to_string(n) +
+                                  " GPUs gave wrong sums");
+      rows.push_back({{"gpus", n}, {"exchange", exchange_name(kind)}, {"used", r.used}, {"note", r.note},
+                      {"time_us", stats_json(r.time_us)}, {"correct", r.correct}});
+    }
+  }
+  report.json()["exchange"]["alone"] = rows;
+}
+
+// The epoch with each exchange: the DataParallel analog in this process (checked: ranks
+// bit-identical, and against one GPU where it fits) and the DDP analog through the launcher
+// (checked by rank 0, against one GPU). "exchange us" is the epoch less the sums and step alone
+// (compute_alone_us): the exchange with its waiting, as the ddp part splits it.
+int run_exchange_epochs(const Options& o, const std::vector<int>& devices, const std::vector<int>& counts,
+                        Report& report) {
+  std::ostream& out = report.out();
+  out << "-- in the epoch (time per epoch of the slowest rank, median of " << o.repeats << " runs):\n"
+      << "       points  GPUs  mode  exchange          ran              epoch us  compute us  exchange us  checked\n";
+  nlohmann::json rows = nlohmann::json::array();
+  for (std::int64_t points : parse_point_list(o.exchange_points, "--exchange-points")) {
+    const regression::Config c = training_config(o, points);
+    std::string why_not;
+    CUDA_CHECK(cudaSetDevice(devices.front()));
+    const std::optional<regression::TrainingResult> single = single_gpu(c, &why_not);
+    for (int n : counts) {
+      const std::vector<int> sub(devices.begin(), devices.begin() + n);
+      const double compute_us = compute_alone_us(c, n, o.common.device, o.repeats);
+      for (ExchangeKind kind : kExchanges) {
+        for (const char* mode : {"dp", "ddp"}) {
+          double epoch_us = 0.0;
+          bool ok = false;
+          std::string used = exchange_name(kind);
+          if (std::string(mode) == "dp") {
+            const ParallelRun run = train_data_parallel(make_problem(c), sub, o.repeats, {kind, o.timeout_s});
+            epoch_us = run.slowest().epoch_us;
+            used = run.exchange;
+            ok = run.bit_identical() && (!single || check_against_single_gpu(run, *single).ok);
+          } else {
+            Options q = o;
+            q.exchange = exchange_name(kind);
+            q.fail_rank = q.fail_epoch = -1;
+            q.reference_max = 0;  // checked against one GPU, as the scaling runs
+            std::ostringstream log;
+            const LaunchOutcome r = launch_ddp(q, c, n, log);
+            if (r.launch.stop_signal != 0) {
+              report.check(false, "exchange: stopped by signal " + std::to_string(r.launch.stop_signal));
+              return r.launch.stop_signal;
+            }
+            ok = r.launch.ok() && r.rank0.is_object() && r.rank0.value("passed", false);
+            epoch_us = slowest_epoch_us(r.rank0);
+            if (r.rank0.is_object() && r.rank0.contains("exchange")) used = r.rank0["exchange"].value("used", used);
+          }
+          out << std::setw(13) << points << std::setw(6) << n << std::setw(6) << mode << "  " << std::left
+              << std::setw(18) << exchange_name(kind) << std::setw(14) << used << std::right << std::setw(11)
+              << fixed(epoch_us, 2) << std::setw(12) << fixed(compute_us, 2) << std::setw(13)
+              << fixed(epoch_us - compute_us, 2) << std::setw(9) << (ok ? "ok" : "FAILED") << "\n" << std::flush;
+          report.check(ok, std::string("exchange: ") + mode + " --exchange " + exchange_name(kind) + " at " +
+                               std::to_string(points) + " points on " + std::to_string(n) + " GPUs failed");
+          rows.push_back({{"points", points}, {"gpus", n}, {"mode", mode}, {"exchange", exchange_name(kind)},
+                          {"used", used}, {"us_per_epoch", epoch_us}, {"compute_us", compute_us},
+                          {"exchange_us", epoch_us - compute_us}, {"passed", ok}});
+        }
+      }
+    }
+  }
+  report.json()["exchange"]["epochs"] = rows;
+  return 0;
+}
+
+// Returns the signal that stopped one of its launches, 0 if none.
+int run_exchange(const Options& o, const std::vector<int>& devices, Report& report) {
+  const std::vector<int> counts =
+      usable_gpu_counts(parse_int_list(o.gpu_counts, "--gpu-counts"), static_cast<int>(devices.size()));
+  report.out() << "== exchange: the epoch's 12 bytes (3 floats summed over the GPUs) three ways: nccl (ncclAllReduce), "
+                  "nccl_symmetric (the same on symmetric windows), one_shot (by hand: a slot in every GPU's mailbox); "
+               << counts.size() << " GPU count" << (counts.size() == 1 ? "" : "s") << "\n"
+               << "multicast off: " << forced_environment_text() << "\n";
+  report.json()["exchange"] = {{"gpu_counts", counts}, {"iterations", o.allreduce.iterations},
+                               {"batches", o.allreduce.batches}, {"repeats", o.repeats},
+                               {"environment", forced_environment_json()}};
+  run_exchange_alone(o, devices, counts, report);
+  return run_exchange_epochs(o, devices, counts, report);
+}
+
+// ---------------------------------------------------------------------------------------------
 
 int run(int argc, char** argv) {
   CLI::App app{"Chapter 06's bench: topology, NCCL all-reduce, the DDP analog's launcher and faults, scaling"};
@@ -482,22 +596,28 @@ int run(int argc, char** argv) {
   ddp_group->add_flag("--nccl-nonblocking", o.nccl_nonblocking,
                       "DDP communicators with ncclConfig_t::blocking = 0 (each collective then starts from a helper "
                       "thread: slower, see README)");
+  ddp_group->add_option("--exchange", o.exchange,
+                        "ddp and scaling: how the ranks' sums meet: nccl (default), nccl_symmetric or one_shot")
+      ->type_name("X");
   auto* ar = app.add_option_group("allreduce", "all-reduce sweep");
   add_size_option(*ar, "--min-bytes", o.min_bytes, "smallest all-reduce (bytes)");
   add_size_option(*ar, "--max-bytes", o.max_bytes,
                   "largest all-reduce (bytes, e.g. 256M; default 1 GiB, --quick 64 MiB)");
   ar->add_option("--factor", o.factor, "size step (default 2, --quick 8)");
-  ar->add_option("--iterations", o.allreduce.iterations, "all-reduces per timed batch");
-  ar->add_option("--batches", o.allreduce.batches, "timed batches (median reported)");
-  ar->add_option("--warmup", o.allreduce.warmup, "all-reduces before timing");
+  ar->add_option("--iterations", o.allreduce.iterations, "all-reduces (and exchanges) per timed batch");
+  ar->add_option("--batches", o.allreduce.batches, "timed batches (median reported), allreduce and exchange");
+  ar->add_option("--warmup", o.allreduce.warmup, "all-reduces (and exchange batches) before timing");
   add_size_option(app, "--copy-mib", o.copy_mib, "topology: MiB per peer copy");
   auto* sc = app.add_option_group("scaling", "scaling runs");
   sc->add_option("--strong", o.strong, "strong scaling: total points, e.g. 5M,100M");
   sc->add_option("--weak", o.weak, "weak scaling: points per GPU, e.g. 100M");
-  sc->add_option("--gpu-counts", o.gpu_counts, "GPU counts to visit (those this machine has)");
+  sc->add_option("--gpu-counts", o.gpu_counts, "GPU counts to visit, scaling and exchange (those this machine has)");
+  app.add_option("--exchange-points", o.exchange_points, "exchange: the epoch's sizes, e.g. 5M,200M (default; --quick 200K)")
+      ->type_name("LIST");
   CLI::App* topology = app.add_subcommand("topology", "peer-access matrix, peer copy bandwidth and latency");
   CLI::App* allreduce = app.add_subcommand("allreduce", "NCCL all-reduce, 8 B to 1 GiB: time, algbw, busbw, check");
   CLI::App* ddp = app.add_subcommand("ddp", "DistributedDataParallel analog: one `multi_gpu ddp` process per GPU");
+  CLI::App* exchange = app.add_subcommand("exchange", "the epoch's 12-byte exchange three ways: alone, and in the epoch");
   CLI::App* scaling = app.add_subcommand("scaling", "strong and weak scaling over 1, 2, 4 GPUs");
   app.require_subcommand(0, 1);
   if (auto code = parse_command_line(app, argc, argv)) return *code;
@@ -518,6 +638,7 @@ int run(int argc, char** argv) {
   if (all || allreduce->parsed()) run_allreduce(o, devices, report);
   int stop_signal = 0;  // SIGTERM, SIGINT or SIGHUP stopped a launch: report, then end as that signal
   if (all || ddp->parsed()) stop_signal = run_ddp_launcher(o, devices, report);
+  if (stop_signal == 0 && (all || exchange->parsed())) stop_signal = run_exchange(o, devices, report);
   if (stop_signal == 0 && (all || scaling->parsed())) stop_signal = run_scaling(o, devices, report);
   const int code = report.finish();
   if (stop_signal != 0) end_by_signal(stop_signal);

@@ -3,8 +3,11 @@
 # GPUs (about 4 minutes on 4 H200s, most of it PyTorch's scaling runs). Steps, in order: topology;
 # allreduce (8 B..1 GiB on 2, 4, 8 GPUs, those there are); dp and ddp (5M points; ddp on 1, 2, 4
 # ranks, with PyTorch DDP and --nccl-nonblocking beside); mpi (ddp on 2 and 4 ranks started by Open
-# MPI's mpirun, if it is there; a build without MPI refuses); scaling (strong 5M, 100M; weak 100M
-# per GPU, over 1, 2, 4; PyTorch too); fault (rank 1 of 2 dies); nccl_tests (all_reduce_perf -b 8
+# MPI's mpirun, if it is there; a build without MPI refuses); exchange (the epoch's 12 bytes three
+# ways, alone and in the epoch at 5M and 200M points; PyTorch's dist.all_reduce and symm_mem
+# one_shot_all_reduce beside, on 2 and 4 GPUs); scaling (strong 5M, 100M; weak 100M
+# per GPU, over 1, 2, 4; PyTorch too); fault (rank 1 of 2 dies, with NCCL and with the one-shot
+# exchange); nccl_tests (all_reduce_perf -b 8
 # -e 1G -f 8 -n 20 -w 5, when it is installed); plot (plots and summary.md from whatever
 # RESULTS_DIR holds).
 # STEPS (or the STEPS environment variable) is a comma list of those names, default all of them,
@@ -18,7 +21,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
 source "$here/../common/benchmark_start.sh" 06_multi_gpu multi_gpu "$@"
-steps=",${3:-${STEPS:-topology,allreduce,dp,ddp,mpi,scaling,fault,nccl_tests,plot}},"
+steps=",${3:-${STEPS:-topology,allreduce,dp,ddp,mpi,exchange,scaling,fault,nccl_tests,plot}},"
 program=$build/multi_gpu        # the lesson: dp, and each ddp rank
 bench=$build/multi_gpu_bench    # topology, allreduce, the ddp launcher, scaling, the fault
 mkdir -p "$results"
@@ -75,6 +78,18 @@ if step mpi && mpirun --version 2>/dev/null | grep -q "Open MPI"; then
     cat "$results/mpi_ddp_${n}.txt"
   done
 fi
+# The exchange: ours three ways (alone and in the epoch), then PyTorch's two. A PyTorch build
+# without symmetric memory says so and exits 77: that run is skipped, not failed.
+if step exchange; then
+  "$bench" exchange --json "$results/exchange.json" | tee "$results/exchange.txt" || status=1
+  for n in 2 4; do
+    (( n <= gpus )) || continue
+    for x in nccl symm_mem; do
+      python3 "$here/pytorch_ddp.py" --nproc "$n" --exchange "$x" --json "$results/exchange_pytorch_${x}_${n}.json" \
+        | tee "$results/exchange_pytorch_${x}_${n}.txt" || { rc=$?; (( rc == 77 )) || status=1; }
+    done
+  done
+fi
 if step scaling; then
   "$bench" scaling --repeats 3 --json "$results/scaling.json" | tee "$results/scaling.txt" || status=1
   python3 "$here/pytorch_ddp.py" --scaling --repeats 3 --json "$results/pytorch_scaling.json" | tee "$results/pytorch_scaling.txt" || status=1
@@ -85,6 +100,10 @@ if step fault && (( gpus >= 2 )); then
   "$bench" ddp --nproc 2 --fail-rank 1 --fail-epoch 100 --timeout-s 20 --json "$results/fault.json" \
     >"$results/fault.txt" 2>&1 && status=1  # it must fail
   echo "wall seconds: $((SECONDS - start))" >>"$results/fault.txt"
+  start=$SECONDS  # the same with the one-shot exchange: rank 0 is waiting on the GPU when rank 1 leaves
+  "$bench" ddp --nproc 2 --fail-rank 1 --fail-epoch 100 --timeout-s 20 --exchange one_shot \
+    --json "$results/fault_one_shot.json" >"$results/fault_one_shot.txt" 2>&1 && status=1
+  echo "wall seconds: $((SECONDS - start))" >>"$results/fault_one_shot.txt"
 fi
 # NCCL's own test, when it is on this machine (plot_multi_gpu.py otherwise compares with the
 # reference figures it carries; see there).

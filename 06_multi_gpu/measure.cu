@@ -8,7 +8,9 @@
 #include "nccl_check.h"
 #include "nccl_comm.h"
 #include "nvtx.h"
+#include "one_shot_exchange.h"
 #include "stream.h"
+#include "symmetric_windows.h"
 
 #include <nccl.h>
 
@@ -313,6 +315,127 @@ std::vector<AllreduceRow> measure_allreduce(const std::vector<int>& devices, con
   comms.finalize();
   CUDA_CHECK(cudaSetDevice(devices.front()));
   return rows;
+}
+
+ExchangeRow measure_exchange(const std::vector<int>& devices, ExchangeKind kind, AllreduceTiming timing,
+                             double timeout_s) {
+  NvtxRange range("exchange alone");
+  const int n = static_cast<int>(devices.size());
+  const bool one_shot = kind == ExchangeKind::kOneShot;
+  const PeerAccess peer_access = one_shot ? PeerAccess(devices) : PeerAccess();
+  struct Rank {
+    std::unique_ptr<Stream> stream;
+    DeviceBuffer<float> input, output;         // rank r's sums {r+1, 2(r+1), 3(r+1)}; the exchanged sums
+    std::unique_ptr<OneShotMailbox> mailbox;   // one_shot
+    std::unique_ptr<Event> start, stop;
+    float* work = nullptr;                     // nccl: the all-reduce's buffer (output, or the window)
+  };
+  std::vector<Rank> ranks(devices.size());
+  for (int r = 0; r < n; ++r) {
+    Rank& k = ranks[r];
+    CUDA_CHECK(cudaSetDevice(devices[r]));
+    k.stream = std::make_unique<Stream>();
+    k.input = DeviceBuffer<float>(3);
+    k.output = DeviceBuffer<float>(3);
+    const float sums[3] = {1.0f * (r + 1), 2.0f * (r + 1), 3.0f * (r + 1)};
+    CUDA_CHECK(cudaMemcpy(k.input.data(), sums, sizeof sums, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemset(k.output.data(), 0, k.output.bytes()));
+    k.start = std::make_unique<Event>(EventTiming::kEnabled);
+    k.stop = std::make_unique<Event>(EventTiming::kEnabled);
+    k.work = k.output.data();
+    if (one_shot) k.mailbox = std::make_unique<OneShotMailbox>(n, r, timeout_s);
+  }
+  ExchangeRow row;
+  row.kind = kind;
+  row.used = exchange_name(kind);
+  row.gpus = n;
+  CommunicatorGroup comms;
+  SymmetricWindows windows;
+  if (one_shot) {
+    std::vector<MailboxSlot*> mailboxes;
+    for (Rank& k : ranks) mailboxes.push_back(k.mailbox->local());
+    for (Rank& k : ranks) k.mailbox->connect(mailboxes);
+  } else {
+    comms = CommunicatorGroup::init_all(devices);
+    if (kind == ExchangeKind::kNcclSymmetric) {
+      windows = SymmetricWindows::register_group(comms, devices);
+      row.note = windows.note();
+      if (!windows.active()) row.used = exchange_name(ExchangeKind::kNccl);
+      for (int r = 0; r < n && windows.active(); ++r) ranks[r].work = windows.buffer(static_cast<std::size_t>(r));
+    }
+  }
+  auto nccl_all_reduce = [&] {  // one collective over the devices of this thread
+    NCCL_CHECK(ncclGroupStart());
+    for (int r = 0; r < n; ++r) {
+      NCCL_CHECK(ncclAllReduce(ranks[r].work, ranks[r].work, 3, ncclFloat, ncclSum, comms.get(static_cast<std::size_t>(r)),
+                               ranks[r].stream->get()));
+    }
+    NCCL_CHECK(ncclGroupEnd());
+  };
+  // A launch needs its device current: each GPU's part runs with it (NCCL sets its own).
+  auto on_each = [&](auto&& work) {
+    for (int r = 0; r < n; ++r) {
+      CUDA_CHECK(cudaSetDevice(devices[r]));
+      work(ranks[r]);
+    }
+  };
+  auto exchange_once = [&] {
+    if (!one_shot) return nccl_all_reduce();
+    on_each([](Rank& k) { launch_one_shot_publish(k.input.data(), *k.mailbox, k.stream->get()); });
+    on_each([](Rank& k) { launch_one_shot_gather(k.output.data(), *k.mailbox, k.stream->get()); });
+  };
+
+  // Check: one exchange of the inputs; every GPU must hold k * n(n+1)/2 exactly (small integers).
+  on_each([](Rank& k) {
+    CUDA_CHECK(cudaMemcpyAsync(k.work, k.input.data(), k.input.bytes(), cudaMemcpyDeviceToDevice, k.stream->get()));
+  });
+  exchange_once();
+  row.correct = true;
+  const float triangle = 0.5f * static_cast<float>(n * (n + 1));
+  on_each([&](Rank& k) {
+    k.stream->synchronize();
+    float got[3] = {0, 0, 0};
+    CUDA_CHECK(cudaMemcpy(got, k.work, sizeof got, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < 3; ++i) row.correct = row.correct && got[i] == triangle * static_cast<float>(i + 1);
+    if (k.mailbox) {
+      if (auto why = k.mailbox->failure(1)) throw std::runtime_error("exchange check: " + *why);
+    }
+  });
+
+  // Time: every GPU's exchanges behind one latch, released when all are queued.
+  LatchRelease release;
+  std::vector<double> us;
+  for (int b = 0; b < timing.warmup + timing.batches; ++b) {
+    ++release.issued;
+    {
+      const RaiseOnExit raise{release};
+      on_each([&](Rank& k) {
+        launch_latch(release.counter.data(), release.issued, kLatchTimeoutMs, k.stream->get());
+        k.start->record(k.stream->get());
+      });
+      for (int i = 0; i < timing.iterations; ++i) exchange_once();
+      on_each([](Rank& k) { k.stop->record(k.stream->get()); });
+    }
+    double slowest_ms = 0.0;
+    on_each([&](Rank& k) {
+      k.stop->synchronize();
+      slowest_ms = std::max(slowest_ms, static_cast<double>(elapsed_ms(*k.start, *k.stop)));
+    });
+    if (release.timed_out()) {
+      throw std::runtime_error("exchange: a latch gave up after " + std::to_string(static_cast<int>(kLatchTimeoutMs)) +
+                               " ms: the host took that long to queue the exchanges, so the sample would time the host");
+    }
+    for (Rank& k : ranks) {
+      if (!k.mailbox) continue;
+      if (auto why = k.mailbox->failure(timing.iterations)) throw std::runtime_error("exchange: " + *why);
+    }
+    if (b >= timing.warmup) us.push_back(1e3 * slowest_ms / timing.iterations);
+  }
+  row.time_us = summarize(std::move(us));
+  windows.close();
+  if (!one_shot) comms.finalize();
+  CUDA_CHECK(cudaSetDevice(devices.front()));
+  return row;
 }
 
 }  // namespace workbook::multi_gpu

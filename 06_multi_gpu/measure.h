@@ -1,5 +1,6 @@
 // measure.h: what the GPUs of this machine can move between them: the peer-access matrix, peer
-// copies (one way, both ways, latency) with peer access off and on, and NCCL all-reduce bandwidth.
+// copies (one way, both ways, latency) with peer access off and on, NCCL all-reduce bandwidth,
+// and the epoch's 12-byte exchange done the three ways of --exchange.
 //
 //   Topology t = measure_topology({0, 1, 2, 3}, 256 << 20, {2, 10});
 //   std::vector<AllreduceRow> rows = measure_allreduce({0, 1}, allreduce_sizes(8, 1 << 30, 2), {5, 20, 5});
@@ -8,6 +9,7 @@
 #pragma once
 
 #include "event_timer.h"
+#include "exchange.h"
 #include "stats.h"
 
 #include <cstddef>
@@ -58,5 +60,23 @@ struct AllreduceTiming {
 // device, as nccl-tests does.
 std::vector<AllreduceRow> measure_allreduce(const std::vector<int>& devices, const std::vector<std::size_t>& sizes,
                                             AllreduceTiming timing);
+
+// The epoch's exchange alone (3 floats summed over the GPUs), as the lesson's --exchange does it,
+// in one process: nccl (ncclAllReduce in place), nccl_symmetric (the same on symmetric windows),
+// one_shot (the mailbox's publish and gather kernels). Checked first (every GPU's 3 sums exact);
+// then timed on the GPUs: each GPU's `iterations` exchanges are queued behind a latch that
+// holds its stream until all are issued, between two events, so the time is the GPUs' (the
+// exchange plus the gap between two kernels), not the one host thread's launch rate. A sample
+// is the slowest GPU's time per exchange; the row has the median of `batches` samples.
+struct ExchangeRow {
+  ExchangeKind kind = ExchangeKind::kNccl;
+  std::string used;          // what ran: nccl_symmetric falls back to nccl where NCCL declines
+  std::string note;          // SymmetricWindows::note(), empty otherwise
+  int gpus = 0;
+  Stats time_us;             // per exchange
+  bool correct = false;      // every GPU got the exact sums
+};
+ExchangeRow measure_exchange(const std::vector<int>& devices, ExchangeKind kind, AllreduceTiming timing,
+                             double timeout_s);
 
 }  // namespace workbook::multi_gpu

@@ -9,9 +9,12 @@
 //   multi_gpu                           # dp: one process drives every GPU (the DataParallel analog)
 //   mpirun -np 2 multi_gpu ddp          # one process per GPU (the DDP analog); or, without MPI,
 //   multi_gpu_bench ddp --nproc 2       # the bench's launcher starts the ranks, as torchrun would
+//   multi_gpu --exchange one_shot       # the sums meet by hand over NVLink, no NCCL in the loop
 //   multi_gpu_bench ...                 # topology, all-reduce sweep, faults, scaling (bench_multi_gpu.cpp)
 //
-// What one GPU does each epoch (its shard's three sums, the step) is replica.cu.
+// What one GPU does each epoch (its shard's three sums, the step) is replica.cu; --exchange picks
+// how the sums meet (exchange.h): NCCL's all-reduce on the replica's buffer or on a symmetric
+// window (symmetric_windows.h), or the one-shot mailbox written by hand (one_shot_exchange.h).
 #include "multi_gpu.cuh"
 
 #include "cli.h"
@@ -26,6 +29,7 @@
 #include "regression_cli.h"
 #include "report.h"
 #include "stream.h"
+#include "symmetric_windows.h"
 #include "table.h"
 
 #include <algorithm>
@@ -57,6 +61,15 @@ RankResult rank_result(int rank, int device, const Replica& replica, const Probl
   return out;
 }
 
+// A one-shot wait that gave up: one line naming the rank it waited for (in dp only a bug could
+// cause one; in ddp the communicator's waits see it first, see Communicator::watch_exchange).
+void require_no_exchange_failure(const OneShotMailbox* box, const std::string& who, int epochs) {
+  if (box == nullptr) return;
+  if (auto line = box->failure(epochs)) throw std::runtime_error(who + ": " + *line);
+}
+
+constexpr const char* kOneShotNote = "one_shot: each GPU writes its sums into a slot of every GPU's mailbox";
+
 }  // namespace
 
 bool ParallelRun::bit_identical() const {
@@ -76,14 +89,19 @@ const RankResult& ParallelRun::slowest() const {
 // The DataParallel analog: one process, a plan per device (cuda-samples' simpleMultiGPU), and
 // each epoch queued on every device before the host waits for any.
 
-ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& devices, int repeats) {
+ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& devices, int repeats,
+                                ExchangeOptions x) {
   NvtxRange range("data parallel");
   const int count = static_cast<int>(devices.size());
   const int epochs = problem.config.epochs;
+  const bool one_shot = x.kind == ExchangeKind::kOneShot;
+  // one_shot: every GPU writes into every other's mailbox (on until the mailboxes are gone).
+  const PeerAccess peer_access = one_shot ? PeerAccess(devices) : PeerAccess();
   struct Plan {  // what one device holds, all made with that device current (events included)
     int device = 0;
     std::unique_ptr<Stream> stream;
     std::unique_ptr<Replica> replica;
+    std::unique_ptr<OneShotMailbox> mailbox;  // one_shot: slot r holds GPU r's sums
     std::unique_ptr<Event> start, stop;
     std::vector<double> runs_ms;
   };
@@ -106,10 +124,29 @@ ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& 
                                           p.stream->get());
     p.start = std::make_unique<Event>(EventTiming::kEnabled);
     p.stop = std::make_unique<Event>(EventTiming::kEnabled);
+    if (one_shot) p.mailbox = std::make_unique<OneShotMailbox>(count, d, x.timeout_s);
   }
   // One communicator per device, all made by this thread in one call; this thread issues every
   // device's part of each collective inside one group. An exception aborts them (CommunicatorGroup).
   CommunicatorGroup comms = CommunicatorGroup::init_all(devices);
+  ParallelRun out;
+  out.exchange = exchange_name(x.kind);
+  SymmetricWindows windows;  // nccl_symmetric: each GPU's sums in a registered window
+  if (one_shot) {            // every GPU learns where every mailbox is (peer access is on)
+    std::vector<MailboxSlot*> mailboxes;
+    for (Plan& p : plans) mailboxes.push_back(p.mailbox->local());
+    for (Plan& p : plans) {
+      p.mailbox->connect(mailboxes);
+      p.replica->use_one_shot(p.mailbox.get());
+    }
+    comms.on_abort([&plans] { for (Plan& p : plans) p.mailbox->abort(); });
+    out.exchange_note = kOneShotNote + std::string(" (peer access)");
+  } else if (x.kind == ExchangeKind::kNcclSymmetric) {
+    windows = SymmetricWindows::register_group(comms, devices);
+    out.exchange_note = windows.note();
+    if (!windows.active()) out.exchange = exchange_name(ExchangeKind::kNccl);
+    for (int d = 0; d < count && windows.active(); ++d) plans[d].replica->use_sums_buffer(windows.buffer(d));
+  }
   auto on = [](const Plan& p) { CUDA_CHECK(cudaSetDevice(p.device)); };
   auto all_reduce = [&](auto buffer_of) {
     NCCL_CHECK(ncclGroupStart());  // one collective across the devices of this thread
@@ -132,12 +169,12 @@ ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& 
     for (int e = 0; e < epochs; ++e) {
       for (Plan& p : plans) {
         on(p);
-        p.replica->enqueue_sums();
+        p.replica->enqueue_sums();  // one_shot: its last block also writes the sums into every GPU's mailbox
       }
-      all_reduce([](Replica& r) { return r.sums(); });
+      if (!one_shot) all_reduce([](Replica& r) { return r.sums(); });  // the stock buffer, or the window
       for (Plan& p : plans) {
         on(p);
-        p.replica->enqueue_step(e);
+        p.replica->enqueue_step(e);  // one_shot: waits for every GPU's slot, adds them in rank order, steps
       }
     }
     for (Plan& p : plans) {
@@ -147,6 +184,7 @@ ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& 
     for (Plan& p : plans) {
       on(p);
       p.stream->synchronize();
+      require_no_exchange_failure(p.mailbox.get(), "GPU " + std::to_string(p.device), epochs);
       p.runs_ms.push_back(elapsed_ms(*p.start, *p.stop));
     }
   };
@@ -160,7 +198,6 @@ ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& 
     p.replica->enqueue_test_sums();
   }
   all_reduce([](Replica& r) { return r.test_sums(); });
-  ParallelRun out;
   out.mode = "dp";
   for (int d = 0; d < count; ++d) {
     on(plans[d]);
@@ -168,6 +205,7 @@ ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& 
     out.ranks.push_back(rank_result(d, plans[d].device, *plans[d].replica, problem, plans[d].runs_ms));
     if (d == 0) out.losses = plans[d].replica->read(epochs).losses;
   }
+  windows.close();   // deregistered and freed before the communicators go
   comms.finalize();  // every stream synchronized above: grouped finalize, then destroy
   CUDA_CHECK(cudaSetDevice(devices.front()));
   return out;
@@ -188,8 +226,28 @@ ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& s, int repeat
                          "'s shard of " + std::to_string(s.world_size) + ")",
                      Replica::bytes_needed(problem, train, test));
   Replica replica(problem, train, test, stream.get());
+  // one_shot: this rank's mailbox, made before the communicator so that it outlives it (an abort
+  // of the communicator first stops the mailbox's waits on the GPU). Its waits give up a little
+  // before the host's would, so that the error names the rank that never came.
+  std::optional<OneShotMailbox> mailbox;
+  if (s.exchange == ExchangeKind::kOneShot) mailbox.emplace(s.world_size, s.rank, 0.9 * watch.timeout_s);
   Communicator comm = Communicator::init_rank(s.id, s.world_size, s.rank, watch, s.nonblocking);
   const cudaStream_t st = stream.get();
+  ParallelRun out;
+  out.exchange = exchange_name(s.exchange);
+  SymmetricWindows windows;  // nccl_symmetric: the sums in a registered window
+  if (mailbox) {
+    comm.watch_exchange([&] { mailbox->abort(); }, [&] { return mailbox->failure(epochs); });
+    connect_over_nccl(*mailbox, comm, st, watch);  // every rank's mailbox mapped here (CUDA IPC)
+    mailbox->inject_fault_from(watch);
+    replica.use_one_shot(&*mailbox);
+    out.exchange_note = kOneShotNote + std::string(" (CUDA IPC)");
+  } else if (s.exchange == ExchangeKind::kNcclSymmetric) {
+    windows = SymmetricWindows::register_rank(comm, st, watch);
+    out.exchange_note = windows.note();
+    if (windows.active()) replica.use_sums_buffer(windows.buffer(0));
+    else out.exchange = exchange_name(ExchangeKind::kNccl);
+  }
   Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
   std::vector<Event> progress(static_cast<std::size_t>(epochs));  // the host's pacing marks
 
@@ -199,9 +257,9 @@ ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& s, int repeat
     replica.enqueue_reset();
     start.record(st);
     for (int e = 0; e < epochs; ++e) {
-      replica.enqueue_sums();
-      comm.all_reduce_sum(replica.sums(), 3, st, watch);
-      replica.enqueue_step(e);
+      replica.enqueue_sums();  // one_shot: its last block also writes the sums into every rank's mailbox
+      if (!mailbox) comm.all_reduce_sum(replica.sums(), 3, st, watch);  // the stock buffer, or the window
+      replica.enqueue_step(e);  // one_shot: waits for every rank's slot, adds them in rank order, steps
       progress[e].record(st);
       if (e >= kEpochsInFlight) {  // at most kEpochsInFlight epochs ahead of the GPU
         comm.wait_event(progress[e - kEpochsInFlight].get(), "epoch " + std::to_string(e - kEpochsInFlight), watch);
@@ -221,6 +279,7 @@ ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& s, int repeat
   Event done;
   done.record(st);
   comm.wait_event(done.get(), "the test all-reduce", watch);
+  if (mailbox) mailbox->disconnect();  // unmapped before the all-gather, so no rank frees a mapped mailbox
   const RankResult mine = rank_result(s.rank, s.device, replica, problem, runs_ms);
 
   // Every rank's figures to every rank: one all-gather of a few doubles each (w and b as floats
@@ -238,9 +297,9 @@ ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& s, int repeat
   CUDA_CHECK(cudaMemcpyAsync(all.data(), gathered.data(), gathered.bytes(), cudaMemcpyDeviceToHost, st));
   done.record(st);
   comm.wait_event(done.get(), "the result all-gather", watch);
+  windows.close();
   comm.finalize(watch);
 
-  ParallelRun out;
   out.mode = "ddp";
   out.losses = replica.read(epochs).losses;  // every rank's losses are the same bits
   for (int k = 0; k < s.world_size; ++k) {
@@ -342,6 +401,7 @@ struct Options {
   std::int64_t reference_max = 20'000'000;
   double timeout_s = 30.0;
   bool nonblocking = false;
+  std::string exchange = "nccl";  // --exchange, checked by parse_exchange
 };
 
 // The float64 reference on a host thread while the GPUs train, when the problem is small enough.
@@ -368,6 +428,8 @@ void report_run(const ParallelRun& run, const regression::Config& c, std::future
   }
   table.print(out);
   report.json()["ranks"] = table.json();
+  report.json()["exchange"] = {{"used", run.exchange}, {"note", run.exchange_note}};
+  if (!run.exchange_note.empty()) out << "exchange: " << run.exchange_note << "\n";
   out << "every rank's w, b and test MSE bit-identical: " << (run.bit_identical() ? "yes" : "NO") << "\n";
   report.check(run.bit_identical(), run.mode + ": ranks ended with different w, b or test MSE");
   if (reference.valid()) {
@@ -406,7 +468,8 @@ int run_dp(const Options& o) {
                << "; " << o.config.points << " points (" << problem.train_points << " train), " << o.config.epochs
                << " epochs, lr " << o.config.lr << "; " << forced_environment_text() << "\n";
   auto reference = start_reference(o.config, o.reference_max);
-  report_run(train_data_parallel(problem, devices, o.repeats), o.config, std::move(reference), report);
+  const ExchangeOptions exchange{parse_exchange(o.exchange), o.timeout_s};
+  report_run(train_data_parallel(problem, devices, o.repeats, exchange), o.config, std::move(reference), report);
   return report.finish();
 }
 
@@ -415,7 +478,7 @@ int run_ddp_rank(const Options& o, int rank, int world, int local_rank, const nc
   const GpuAvailability gpus = probe_gpus();
   if (!gpus.available()) throw NoGpuError(gpus.reason);
   DdpSetup s{rank, world, device_for_local_rank(local_rank, o.common.device, gpus.device_count), id, watch,
-             o.nonblocking};
+             o.nonblocking, parse_exchange(o.exchange)};
   const Problem problem = make_problem(o.config);
   auto reference = rank == 0 ? start_reference(o.config, o.reference_max) : std::future<regression::TrainingResult>{};
   const ParallelRun run = train_ddp_rank(problem, s, o.repeats);
@@ -438,8 +501,11 @@ int run(int argc, char** argv) {
   app.add_option("--gpus", o.gpus, "dp: GPUs to use from --device on (default: all)")->type_name("G");
   app.add_option("--repeats", o.repeats, "timed runs after the warm-up run")->type_name("R");
   add_size_option(app, "--reference-max", o.reference_max, "largest point count checked against the float64 CPU reference");
-  app.add_option("--timeout-s", o.timeout_s, "ddp: the longest wait for the other ranks without progress")->type_name("S");
+  app.add_option("--timeout-s", o.timeout_s, "the longest wait for the other ranks without progress (ddp; one_shot too)")
+      ->type_name("S");
   app.add_flag("--nccl-nonblocking", o.nonblocking, "ddp: communicators with ncclConfig_t::blocking = 0");
+  app.add_option("--exchange", o.exchange, "how the sums meet: nccl (default), nccl_symmetric or one_shot")
+      ->type_name("X");
   app.add_subcommand("dp", "DataParallel analog: one process, every GPU (the default)");
   CLI::App* ddp = app.add_subcommand("ddp", "DistributedDataParallel analog: one rank, started by mpirun or multi_gpu_bench");
   app.require_subcommand(0, 1);
@@ -453,6 +519,7 @@ int run(int argc, char** argv) {
   require_at_least("--gpus", o.gpus, 0);
   require_at_least("--repeats", o.repeats, 1);
   require_positive("--timeout-s", o.timeout_s);
+  (void)parse_exchange(o.exchange);  // a bad name is bad usage before any CUDA call
   if (!ddp->parsed()) return run_dp(o);
 
   if (const auto me = worker_identity_from_environment(&process_environment)) {  // the bench's launcher

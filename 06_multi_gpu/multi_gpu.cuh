@@ -10,8 +10,10 @@
 #pragma once
 
 #include "device_buffer.h"
+#include "exchange.h"
 #include "gpu_memory.h"
 #include "nccl_comm.h"
+#include "one_shot_exchange.h"
 #include "regression_problem.h"
 #include "sharding.h"
 #include "stats.h"
@@ -52,8 +54,14 @@ class Replica {
 
   void enqueue_reset();          // w = 0.83, b = 0.7645, for a new run
   void enqueue_sums();           // sums() = {sum r^2, sum r x, sum r} over the training shard
-  float* sums() { return sums_.data(); }  // 3 floats on this device: the all-reduce buffer
+  float* sums() { return exchange_sums_ != nullptr ? exchange_sums_ : sums_.data(); }  // the all-reduce buffer
   void enqueue_step(int epoch);  // losses[epoch] = sums[0] / n; w, b -= lr * 2/n * sums[1], sums[2]
+  // --exchange nccl_symmetric: the sums go to (and the step reads them from) `window`, 3 floats
+  // of a registered symmetric window on this device, instead of this replica's own buffer.
+  void use_sums_buffer(float* window) { exchange_sums_ = window; }
+  // --exchange one_shot: enqueue_sums's last block also publishes the sums to every rank's
+  // mailbox, and enqueue_step first waits for every rank's slot and steps on their sum.
+  void use_one_shot(OneShotMailbox* mailbox) { one_shot_ = mailbox; }
   void enqueue_test_sums();      // test_sums() = {sum r^2 over the test shard, 0, 0}
   float* test_sums() { return test_sums_.data(); }
 
@@ -73,6 +81,8 @@ class Replica {
   int blocks_ = 1, test_blocks_ = 1;
   DeviceBuffer<float> x_, y_, test_x_, test_y_, partials_, sums_, test_sums_, params_, losses_;
   DeviceBuffer<unsigned> done_count_;
+  float* exchange_sums_ = nullptr;
+  OneShotMailbox* one_shot_ = nullptr;
 };
 
 struct RankResult {
@@ -87,15 +97,24 @@ struct RankResult {
 
 struct ParallelRun {
   std::string mode;              // "dp" or "ddp"
+  std::string exchange = "nccl";  // the exchange that ran (nccl_symmetric may fall back to nccl)
+  std::string exchange_note;      // how, or why not, in one line (empty for the stock nccl)
   std::vector<RankResult> ranks;
   std::vector<float> losses;     // rank 0's per-epoch training losses
   bool bit_identical() const;    // every rank's w, b and test MSE the same bits as rank 0's
   const RankResult& slowest() const;  // the rank with the longest median epoch loop
 };
 
+// --exchange (exchange.h), and how long a one-shot wait for a peer may last.
+struct ExchangeOptions {
+  ExchangeKind kind = ExchangeKind::kNccl;
+  double timeout_s = 30.0;
+};
+
 // The DataParallel analog: one process, one host thread, one Replica per device, communicators
 // from ncclCommInitAll. One untimed run (checked), then `repeats` timed runs.
-ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& devices, int repeats);
+ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& devices, int repeats,
+                                ExchangeOptions exchange = {});
 
 struct DdpSetup {
   int rank = 0;
@@ -104,6 +123,7 @@ struct DdpSetup {
   ncclUniqueId id{};
   Watch watch;
   bool nonblocking = false;  // ncclConfig_t::blocking = 0 (see Communicator::init_rank)
+  ExchangeKind exchange = ExchangeKind::kNccl;  // one_shot waits at most watch.timeout_s
 };
 
 // The DistributedDataParallel analog, run by every rank: the rank's shard, a communicator from

@@ -69,19 +69,35 @@ Communicator Communicator::init_rank(const ncclUniqueId& id, int ranks, int rank
 }
 
 Communicator::Communicator(Communicator&& other) noexcept
-    : comm_(std::exchange(other.comm_, nullptr)), all_reduces_(other.all_reduces_) {}
+    : comm_(std::exchange(other.comm_, nullptr)),
+      all_reduces_(other.all_reduces_),
+      on_abort_(std::move(other.on_abort_)),
+      exchange_failure_(std::move(other.exchange_failure_)) {}
 
 Communicator& Communicator::operator=(Communicator&& other) noexcept {
   if (this != &other) {
     abort();
     comm_ = std::exchange(other.comm_, nullptr);
     all_reduces_ = other.all_reduces_;
+    on_abort_ = std::move(other.on_abort_);
+    exchange_failure_ = std::move(other.exchange_failure_);
   }
   return *this;
 }
 
 void Communicator::abort() noexcept {
+  if (on_abort_) on_abort_();  // a kernel waiting for a peer on the GPU returns first
   if (comm_ != nullptr) (void)ncclCommAbort(std::exchange(comm_, nullptr));
+}
+
+void Communicator::watch_exchange(std::function<void()> on_abort, FailureProbe failure) {
+  on_abort_ = std::move(on_abort);
+  exchange_failure_ = std::move(failure);
+}
+
+void Communicator::check_exchange(const std::string& what, const Watch& watch) {
+  if (!exchange_failure_) return;
+  if (auto line = exchange_failure_()) fail(watch.who + ": " + what + ": " + *line);
 }
 
 void Communicator::fail(const std::string& why) {
@@ -142,9 +158,10 @@ void Communicator::wait_event(cudaEvent_t event, const std::string& what, const 
   while (true) {
     if (watch.control != nullptr) watch.control->heartbeat();
     const cudaError_t status = cudaEventQuery(event);
-    if (status == cudaSuccess) return;
+    if (status == cudaSuccess) return check_exchange(what, watch);  // done, but did its waits give up?
     if (status != cudaErrorNotReady) CUDA_CHECK(status);
     (void)async_state(what, watch);
+    check_exchange(what, watch);
     check_stop(what, watch, deadline);
     pause_between_polls(since);
   }
@@ -170,6 +187,7 @@ CommunicatorGroup& CommunicatorGroup::operator=(CommunicatorGroup&& other) noexc
   if (this != &other) {
     abort();
     comms_ = std::exchange(other.comms_, {});
+    on_abort_ = std::move(other.on_abort_);
   }
   return *this;
 }
@@ -195,6 +213,7 @@ void CommunicatorGroup::finalize() {
 }
 
 void CommunicatorGroup::abort() noexcept {
+  if (on_abort_ && !comms_.empty()) on_abort_();
   for (ncclComm_t c : std::exchange(comms_, {})) {
     if (c != nullptr) (void)ncclCommAbort(c);
   }

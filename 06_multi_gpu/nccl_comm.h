@@ -23,6 +23,8 @@
 #include <nccl.h>
 
 #include <chrono>
+#include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -86,6 +88,13 @@ class Communicator {
   // Stops every operation in flight and frees the communicator; never throws.
   void abort() noexcept;
 
+  // The hooks of an exchange that waits on the GPU without NCCL (one_shot_exchange.h): abort()
+  // runs `on_abort` first (it sets the flag such a kernel polls, so that the kernel returns
+  // before ncclCommAbort), and every wait asks `failure` at each turn: a line it returns (the GPU
+  // gave up waiting for a peer, naming it) fails the wait like an error of NCCL's.
+  using FailureProbe = std::function<std::optional<std::string>()>;
+  void watch_exchange(std::function<void()> on_abort, FailureProbe failure);
+
  private:
   [[noreturn]] void fail(const std::string& why);
   void wait_ready(const std::string& what, const Watch& watch);
@@ -93,9 +102,12 @@ class Communicator {
   // ncclSuccess or ncclInProgress), and the launcher's stop message or the deadline (fails).
   ncclResult_t async_state(const std::string& what, const Watch& watch);
   void check_stop(const std::string& what, const Watch& watch, std::chrono::steady_clock::time_point deadline);
+  void check_exchange(const std::string& what, const Watch& watch);
 
   ncclComm_t comm_ = nullptr;
   int all_reduces_ = 0;  // all_reduce_sum calls so far
+  std::function<void()> on_abort_;
+  FailureProbe exchange_failure_;
 };
 
 // The communicators of ncclCommInitAll: one per device, all driven by this thread, blocking.
@@ -110,7 +122,8 @@ class CommunicatorGroup {
 
   CommunicatorGroup() = default;
   ~CommunicatorGroup() { abort(); }
-  CommunicatorGroup(CommunicatorGroup&& other) noexcept : comms_(std::exchange(other.comms_, {})) {}
+  CommunicatorGroup(CommunicatorGroup&& other) noexcept
+      : comms_(std::exchange(other.comms_, {})), on_abort_(std::move(other.on_abort_)) {}
   CommunicatorGroup& operator=(CommunicatorGroup&& other) noexcept;
   CommunicatorGroup(const CommunicatorGroup&) = delete;
   CommunicatorGroup& operator=(const CommunicatorGroup&) = delete;
@@ -120,11 +133,13 @@ class CommunicatorGroup {
   // Grouped ncclCommFinalize, then ncclCommDestroy of each; throws NcclError on failure (after
   // aborting what is left).
   void finalize();
-  // ncclCommAbort of each; never throws.
+  // ncclCommAbort of each; never throws. Runs `on_abort` first, as Communicator's does.
   void abort() noexcept;
+  void on_abort(std::function<void()> hook) { on_abort_ = std::move(hook); }
 
  private:
   std::vector<ncclComm_t> comms_;
+  std::function<void()> on_abort_;
 };
 
 }  // namespace workbook::multi_gpu

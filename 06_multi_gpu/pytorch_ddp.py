@@ -13,10 +13,22 @@ first iteration), then --repeats runs of the epoch loop between two CUDA events,
 synchronization inside, each from the same initial parameters (reset in place; the model, DDP and
 optimizer are built once); the slowest rank's median is reported. Writes the C++ program's JSON fields (us_per_epoch, training_ms, w, b, ...).
 
+--exchange picks how the gradients meet, as multi_gpu --exchange does in C++:
+  nccl      DDP's hook: dist.all_reduce (NCCL) of the gradient bucket (the default, as above)
+  symm_mem  no DDP: after backward, the two gradients and the loss go into a buffer of
+            torch.distributed._symmetric_memory (symm_mem.empty, symm_mem.rendezvous), summed by
+            torch.ops.symm_mem.one_shot_all_reduce: each GPU reads every peer's buffer over NVLink
+            and adds them, as multi_gpu --exchange one_shot does by hand
+Outside --scaling, the exchange of 16 bytes (4 floats) is also timed alone, eager (one launch each,
+between two CUDA events) and replayed from a CUDA graph (torch.cuda.graph), the slowest rank's
+median. A PyTorch build without symmetric memory is refused with one line (exit 77).
+
     python3 pytorch_ddp.py --nproc 2 --points 5000000 --json ddp.json
+    python3 pytorch_ddp.py --nproc 2 --exchange symm_mem --json symm_mem.json
     python3 pytorch_ddp.py --scaling --strong 5M,100M --weak 100M --json pytorch_scaling.json
 """
 import argparse
+import importlib
 import json
 import os
 import statistics
@@ -38,6 +50,84 @@ nn = needs("torch.nn")
 parallel = needs("torch.nn.parallel")
 
 ARTICLE_POINTS = 5_000_000
+EXCHANGES = ("nccl", "symm_mem")
+EXCHANGE_ITERATIONS = 100  # exchanges per timed sample
+
+
+def symm_mem_missing():
+    """Why this PyTorch build cannot run --exchange symm_mem, or None when it can."""
+    try:
+        importlib.import_module("torch.distributed._symmetric_memory")
+    except ImportError as e:
+        return f"torch.distributed._symmetric_memory does not import ({e})"
+    try:
+        torch.ops.symm_mem.one_shot_all_reduce
+    except (AttributeError, RuntimeError) as e:
+        return f"torch.ops.symm_mem.one_shot_all_reduce is missing ({' '.join(str(e).split())})"
+    return None
+
+
+def symmetric_buffer(device):
+    """4 floats of symmetric memory, rendezvoused over the default group: (group name, tensor)."""
+    symm_mem = importlib.import_module("torch.distributed._symmetric_memory")
+    group_name = dist.group.WORLD.group_name
+    if hasattr(symm_mem, "enable_symm_mem_for_group"):  # needed before rendezvous up to PyTorch 2.7
+        symm_mem.enable_symm_mem_for_group(group_name)
+    buffer = symm_mem.empty(4, dtype=torch.float32, device=device)
+    buffer.zero_()
+    symm_mem.rendezvous(buffer, group_name)
+    return group_name, buffer
+
+
+def time_eager(exchange, repeats):
+    """Microseconds per exchange: EXCHANGE_ITERATIONS launches between two events, median of repeats."""
+    samples = []
+    for _ in range(repeats + 1):  # the first is the warm-up
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        dist.barrier()
+        torch.cuda.synchronize()
+        begin.record()
+        for _ in range(EXCHANGE_ITERATIONS):
+            exchange()
+        end.record()
+        torch.cuda.synchronize()
+        samples.append(1e3 * begin.elapsed_time(end) / EXCHANGE_ITERATIONS)
+    return statistics.median(samples[1:])
+
+
+def time_graphed(exchange, repeats):
+    """The same, replayed from one CUDA graph of EXCHANGE_ITERATIONS exchanges; None (and why) if
+    this exchange cannot be captured on some rank (then no rank replays: a graph of collectives
+    replayed by one rank alone would wait for the others forever)."""
+    why_not = None
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm up on a side stream, as torch.cuda.graph asks
+            for _ in range(3):
+                exchange()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(EXCHANGE_ITERATIONS):
+                exchange()
+    except RuntimeError as e:
+        why_not = " ".join(str(e).split())[:200]
+    captured = torch.tensor([0 if why_not else 1], dtype=torch.int32, device=torch.cuda.current_device())
+    dist.all_reduce(captured, op=dist.ReduceOp.MIN)  # every rank replays, or none does
+    if captured.item() == 0:
+        return None, why_not or "another rank could not capture it"
+    samples = []
+    for _ in range(repeats + 1):
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        dist.barrier()
+        torch.cuda.synchronize()
+        begin.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        samples.append(1e3 * begin.elapsed_time(end) / EXCHANGE_ITERATIONS)
+    return statistics.median(samples[1:]), None
 
 
 def lr_for(points, lr=None):
@@ -69,17 +159,46 @@ def worker(rank, world, args, port, queue):
     start, count = shard_of(train, world, rank)
     x, y = make_shard(start, count, device)
     lr = lr_for(points, args.lr)
-    scale = world * count / train  # DDP averages: this makes the average the full-batch gradient
 
-    # Model, DDP wrapper and optimizer are built once, as a training script does; each run puts
-    # the parameters back in place (the same tensors DDP's buckets view) before it starts.
+    # Model, DDP wrapper (or symmetric buffer) and optimizer are built once, as a training script
+    # does; each run puts the parameters back in place (the same tensors DDP's buckets view).
     model = nn.Linear(1, 1).to(device)
     with torch.no_grad():
         model.weight.fill_(0.83)
         model.bias.fill_(0.7645)
-    ddp = parallel.DistributedDataParallel(model, device_ids=[rank])
-    opt = torch.optim.SGD(ddp.parameters(), lr=lr)  # no momentum: no optimizer state to reset
+    opt = torch.optim.SGD(model.parameters(), lr=lr)  # no momentum: no optimizer state to reset
     loss_fn = nn.MSELoss()
+    if args.exchange == "nccl":
+        ddp = parallel.DistributedDataParallel(model, device_ids=[rank])
+        scale = world * count / train  # DDP averages: this makes the average the full-batch gradient
+        buffer = torch.zeros(4, dtype=torch.float32, device=device)  # for the exchange alone
+
+        def epoch():
+            opt.zero_grad(set_to_none=True)
+            loss = loss_fn(ddp(x), y) * scale
+            loss.backward()  # DDP's hook all-reduces the gradient bucket here
+            opt.step()
+
+        def exchange():
+            dist.all_reduce(buffer)
+    else:
+        group_name, buffer = symmetric_buffer(device)
+        share = count / train  # summed over the ranks: the full-batch gradient
+
+        def epoch():
+            opt.zero_grad(set_to_none=False)
+            loss = loss_fn(model(x), y) * share
+            loss.backward()
+            buffer[0:1].copy_(model.weight.grad.view(-1))  # the 12 bytes multi_gpu exchanges
+            buffer[1:2].copy_(model.bias.grad.view(-1))
+            buffer[2:3].copy_(loss.detach().view(-1))
+            total = torch.ops.symm_mem.one_shot_all_reduce(buffer, "sum", group_name)
+            model.weight.grad.view(-1).copy_(total[0:1])
+            model.bias.grad.view(-1).copy_(total[1:2])
+            opt.step()
+
+        def exchange():
+            torch.ops.symm_mem.one_shot_all_reduce(buffer, "sum", group_name)
 
     def run():
         with torch.no_grad():
@@ -89,10 +208,7 @@ def worker(rank, world, args, port, queue):
         dist.barrier()
         begin.record()
         for _ in range(args.epochs):
-            opt.zero_grad(set_to_none=True)
-            loss = loss_fn(ddp(x), y) * scale
-            loss.backward()  # DDP's hook all-reduces the gradient bucket here
-            opt.step()
+            epoch()
         end.record()
         torch.cuda.synchronize()
         return begin.elapsed_time(end)
@@ -102,12 +218,19 @@ def worker(rank, world, args, port, queue):
     run()
     times = [run() for _ in range(args.repeats)]
     median = statistics.median(times)
-    row = torch.tensor([median, min(times), max(times), model.weight.item(), model.bias.item()],
-                       dtype=torch.float64, device=device)
+    w, b = model.weight.item(), model.bias.item()
+    eager = graphed = -1.0  # -1: not measured
+    why_not = None
+    if not args.scaling:  # the exchange alone, after the training (the buffer's values do not matter)
+        buffer.zero_()
+        eager = time_eager(exchange, args.repeats)
+        graphed, why_not = time_graphed(exchange, args.repeats)
+        graphed = -1.0 if graphed is None else graphed
+    row = torch.tensor([median, min(times), max(times), w, b, eager, graphed], dtype=torch.float64, device=device)
     rows = [torch.zeros_like(row) for _ in range(world)]
     dist.all_gather(rows, row)
     if rank == 0:
-        queue.put([r.tolist() for r in rows])
+        queue.put(([r.tolist() for r in rows], why_not))
     dist.destroy_process_group()
 
 
@@ -118,11 +241,15 @@ def measure(points, nproc, args):
     queue = ctx.SimpleQueue()
     port = 29500 + (os.getpid() + points + nproc) % 2000
     mp.spawn(worker, args=(nproc, args, port, queue), nprocs=nproc, join=True)
-    rows = queue.get()
+    rows, graph_why_not = queue.get()
     slowest = max(rows, key=lambda r: r[0])
     same = all(r[3] == rows[0][3] and r[4] == rows[0][4] for r in rows)
+    eager = max(r[5] for r in rows)
+    graphed = None if any(r[6] < 0 for r in rows) else max(r[6] for r in rows)
     return {
-        "implementation": "pytorch_ddp",
+        "implementation": "pytorch_ddp" if args.exchange == "nccl" else "pytorch_symm_mem",
+        "exchange": args.exchange,
+        "exchange_us": None if args.scaling else {"eager": eager, "graph": graphed, "graph_not_captured": graph_why_not},
         "mode": "ddp",
         "ranks": nproc,
         "points": points,
@@ -145,6 +272,8 @@ def main():
     p.add_argument("--epochs", type=integer("--epochs"), default=200)
     p.add_argument("--lr", type=number("--lr"), default=None)
     p.add_argument("--repeats", type=integer("--repeats"), default=5)
+    p.add_argument("--exchange", choices=EXCHANGES, default="nccl",
+                   help="how the gradients meet: nccl (DDP, the default) or symm_mem (one_shot_all_reduce)")
     p.add_argument("--scaling", action="store_true", help="strong and weak scaling over --gpu-counts")
     p.add_argument("--strong", type=size_list("--strong", 2, 2_000_000_000), default="5M,100M", metavar="LIST",
                    help="strong scaling: total points, e.g. 5M,100M")
@@ -165,6 +294,12 @@ def main():
     if gpus == 0:
         print("pytorch_ddp needs a CUDA GPU: torch.cuda.device_count() is 0", file=sys.stderr)
         return 77
+    if args.exchange == "symm_mem":
+        why = symm_mem_missing()
+        if why:
+            print(f"pytorch_ddp: --exchange symm_mem needs a PyTorch build with symmetric memory (2.5 or newer, "
+                  f"CUDA): {why}", file=sys.stderr)
+            return 77
     if not args.nproc:  # None or 0, as the C++ launcher's --nproc 0
         args.nproc = gpus
     if not args.scaling:
@@ -172,9 +307,15 @@ def main():
             print(f"pytorch_ddp: --nproc {args.nproc} needs {args.nproc} GPUs; this machine has {gpus}", file=sys.stderr)
             return 77
         result = measure(args.points, args.nproc, args)
-        print(f"PyTorch DDP, {args.nproc} ranks, {args.points} points, {args.epochs} epochs: "
+        what = "PyTorch DDP" if args.exchange == "nccl" else "PyTorch, symm_mem one_shot_all_reduce"
+        print(f"{what}, {args.nproc} ranks, {args.points} points, {args.epochs} epochs: "
               f"{result['us_per_epoch']:.2f} us per epoch (median of {args.repeats}); w {result['w']:.9g}, "
               f"b {result['b']:.9g}, ranks bit-identical: {result['bit_identical']}")
+        x = result["exchange_us"]
+        graphed = f"{x['graph']:.2f} us" if x["graph"] is not None else f"not captured ({x['graph_not_captured']})"
+        call = "dist.all_reduce" if args.exchange == "nccl" else "torch.ops.symm_mem.one_shot_all_reduce"
+        print(f"the exchange alone ({call} of 16 bytes, slowest rank): eager {x['eager']:.2f} us, "
+              f"CUDA graph {graphed}")
         out = {"pytorch_ddp": result}
     else:
         counts = [n for n in args.gpu_counts if n <= gpus]

@@ -10,6 +10,7 @@
 #include "cuda_check.h"
 #include "fused_sums.cuh"
 #include "nvtx.h"
+#include "one_shot_exchange.cuh"
 #include "regression_data.h"
 
 #include <algorithm>
@@ -34,10 +35,12 @@ __global__ void set_params_kernel(float* params) {
 }
 
 // Chapter 05's fused_sums_kernel<true> without the step: every block writes its partials, the last block
-// to be counted adds them in block order into sums[0..2] and resets the counter.
+// to be counted adds them in block order into sums[0..2] and resets the counter. kPublish (--exchange
+// one_shot): that last block also writes the three sums into every rank's mailbox.
+template <bool kPublish>
 __global__ void __launch_bounds__(kThreads)
     shard_sums_kernel(const float* __restrict__ x, const float* __restrict__ y, std::int64_t n, const float* params,
-                      float* partials, unsigned* done_count, float* sums) {
+                      float* partials, unsigned* done_count, float* sums, OneShotView mailbox) {
   const float w = params[0];
   const float b = params[1];
   const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -62,13 +65,24 @@ __global__ void __launch_bounds__(kThreads)
     sums[1] = total.rx;
     sums[2] = total.r;
     *done_count = 0;
+    if constexpr (kPublish) one_shot_publish(mailbox, total.rr, total.rx, total.r);
   }
 }
 
 // 05's apply_step on the all-reduced sums: the same float operations on every replica, so the
-// same bits of w and b everywhere.
-__global__ void step_kernel(const float* sums, float* params, float* losses, int epoch, float lr, float inv_n,
-                            float two_inv_n) {
+// same bits of w and b everywhere. kGather (--exchange one_shot): the sums are first gathered
+// from this GPU's mailbox, every rank's slot added in rank order; a wait that gave up skips the step.
+template <bool kGather>
+__global__ void step_kernel(const float* all_reduced, float* params, float* losses, int epoch, float lr, float inv_n,
+                            float two_inv_n, OneShotView mailbox) {
+  float sums[3];
+  if constexpr (kGather) {
+    if (!one_shot_gather(mailbox, sums)) return;
+  } else {
+    sums[0] = all_reduced[0];
+    sums[1] = all_reduced[1];
+    sums[2] = all_reduced[2];
+  }
   losses[epoch] = sums[0] * inv_n;
   const float grad_w = sums[1] * two_inv_n;
   const float grad_b = sums[2] * two_inv_n;
@@ -152,23 +166,37 @@ void Replica::enqueue_reset() {
 }
 
 void Replica::enqueue_sums() {
-  shard_sums_kernel<<<blocks_, kThreads, 0, stream_>>>(x_.data(), y_.data(), train_.count, params_.data(),
-                                                       partials_.data(), done_count_.data(), sums_.data());
+  if (one_shot_ != nullptr) {
+    one_shot_->before_publish();  // the bench's fault injection, if any
+    shard_sums_kernel<true><<<blocks_, kThreads, 0, stream_>>>(x_.data(), y_.data(), train_.count, params_.data(),
+                                                               partials_.data(), done_count_.data(), sums(),
+                                                               one_shot_->view());
+  } else {
+    shard_sums_kernel<false><<<blocks_, kThreads, 0, stream_>>>(x_.data(), y_.data(), train_.count, params_.data(),
+                                                                partials_.data(), done_count_.data(), sums(),
+                                                                OneShotView{});
+  }
   CUDA_CHECK_LAUNCH();
 }
 
 void Replica::enqueue_step(int epoch) {
   const std::int64_t n = problem_.train_points;
-  step_kernel<<<1, 1, 0, stream_>>>(sums_.data(), params_.data(), losses_.data(), epoch,
-                                    static_cast<float>(problem_.config.lr), static_cast<float>(1.0 / n),
-                                    static_cast<float>(2.0 / n));
+  const float lr = static_cast<float>(problem_.config.lr);
+  const float inv_n = static_cast<float>(1.0 / n), two_inv_n = static_cast<float>(2.0 / n);
+  if (one_shot_ != nullptr) {
+    step_kernel<true><<<1, 1, 0, stream_>>>(sums(), params_.data(), losses_.data(), epoch, lr, inv_n, two_inv_n,
+                                            one_shot_->view());
+  } else {
+    step_kernel<false><<<1, 1, 0, stream_>>>(sums(), params_.data(), losses_.data(), epoch, lr, inv_n, two_inv_n,
+                                             OneShotView{});
+  }
   CUDA_CHECK_LAUNCH();
 }
 
 void Replica::enqueue_test_sums() {
-  shard_sums_kernel<<<test_blocks_, kThreads, 0, stream_>>>(test_x_.data(), test_y_.data(), test_.count,
-                                                            params_.data(), partials_.data(), done_count_.data(),
-                                                            test_sums_.data());
+  shard_sums_kernel<false><<<test_blocks_, kThreads, 0, stream_>>>(test_x_.data(), test_y_.data(), test_.count,
+                                                                   params_.data(), partials_.data(),
+                                                                   done_count_.data(), test_sums_.data(), OneShotView{});
   CUDA_CHECK_LAUNCH();
 }
 

@@ -3,10 +3,15 @@
 // rank-to-GPU mapping, the unique id as hex, the launcher's environment and its handling of a
 // failed worker (with /bin/sh standing in for the workers: several failing at once, stragglers,
 // the whole-run bound, stdout, inherited descriptors, signals), the multicast-off environment,
-// and the program's usage errors.
+// the --exchange names and the line a failed one-shot wait becomes, and the program's usage errors.
 // [multigpu] cases (2 or 4 GPUs) run the program: DP and DDP equal to one GPU and to the float64
-// reference, every rank bit-identical, all-reduce wrong elements 0, and a fault-injection run
-// that ends within its bound naming the failed rank. [gpu] cases run one rank.
+// reference, every rank bit-identical, with every --exchange; all-reduce wrong elements 0; and
+// fault-injection runs (NCCL and one_shot) that end within their bound naming the failed rank.
+// [gpu] cases run one rank, the one-shot kernels included (a local mailbox; two mailboxes as
+// two ranks on one GPU; a rank that never publishes; the abort flag).
+#include "cuda_check.h"
+#include "device_buffer.h"
+#include "exchange.h"
 #include "exit_codes.h"
 #include "gpu_support.h"
 #include "launcher.h"
@@ -18,6 +23,7 @@
 #include "rank_environment.h"
 #include "sharding.h"
 #include "stop_signals.h"
+#include "stream.h"
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
@@ -391,6 +397,38 @@ TEST_CASE("learning rate: scaled_lr (chapter 05's sweep rule) unless --lr is giv
   CHECK(effective_lr(0.5, 100'000'000) == 0.5);
 }
 
+TEST_CASE("exchange: three names, and anything else is bad usage naming them") {
+  for (ExchangeKind k : {ExchangeKind::kNccl, ExchangeKind::kNcclSymmetric, ExchangeKind::kOneShot}) {
+    CAPTURE(exchange_name(k));
+    CHECK(parse_exchange(exchange_name(k)) == k);
+  }
+  CHECK(std::string(exchange_name(ExchangeKind::kOneShot)) == "one_shot");
+  for (const char* bad : {"", "ring", "NCCL", "one-shot", "symm_mem", "nccl "}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(parse_exchange(bad), UsageError);
+    CHECK_THROWS_WITH(parse_exchange(bad), "--exchange must be nccl, nccl_symmetric or one_shot, got '" +
+                                               std::string(bad) + "'");
+  }
+}
+
+TEST_CASE("exchange: a one-shot wait that gave up is one line naming the rank and the epoch") {
+  ExchangeSignals s;
+  CHECK_FALSE(exchange_failure(s, 20, 30.0));  // code 0: all is well
+  s.code = kExchangeTimedOut;
+  s.rank = 1;
+  s.sequence = 26;  // exchange 26 = epoch 5 of run 1 (run 0 is the warm-up) with 20 epochs a run
+  const auto line = exchange_failure(s, 20, 20.0);
+  REQUIRE(line);
+  CHECK(*line == "the one-shot exchange gave up after 20 s waiting for rank 1's sums of epoch 5 (run 1): "
+                 "rank 1 died or hangs");
+  CHECK(line->find('\n') == std::string::npos);
+  s.code = kExchangeAborted;
+  s.rank = 3;
+  s.sequence = 1;
+  CHECK(exchange_failure(s, 20, 20.0) ==
+        "the one-shot exchange was stopped by the host while waiting for rank 3's sums of epoch 0 (run 0)");
+}
+
 TEST_CASE("list flags: counts and point sizes, refused with the flag's name") {
   CHECK(parse_int_list("1,2,4", "--gpu-counts") == std::vector<int>{1, 2, 4});
   CHECK(parse_point_list("5M,100M", "--strong") == std::vector<std::int64_t>{5'000'000, 100'000'000});
@@ -448,6 +486,8 @@ TEST_CASE("programs: usage errors are exit 2 with a one-line reason") {
       {{"--reference-max", "1Q"}, "--reference-max: '1Q' is not a size"},
       {{"--copy-mib", "-1"}, "--copy-mib: '-1' is not a size"},
       {{"--device", "gpu"}, "--device must be N, cuda or cuda:N"},
+      {{"ddp", "--exchange", "symm"}, "--exchange must be nccl, nccl_symmetric or one_shot, got 'symm'"},
+      {{"exchange", "--exchange-points", "5M,,1"}, "--exchange-points: '5M,,1' has an empty item"},
   };
   const std::vector<std::pair<std::vector<std::string>, std::string>> lesson_cases = {
       {{"--gpus", "-1"}, "--gpus must be at least 0"},
@@ -458,6 +498,8 @@ TEST_CASE("programs: usage errors are exit 2 with a one-line reason") {
       {{"dp", "--nproc", "2"}, "--nproc"},
       {{"topology"}, "topology"},
       {{"ddp"}, "ddp runs one process per GPU: start the ranks with `multi_gpu_bench ddp --nproc N`"},
+      {{"--exchange", "ring"}, "--exchange must be nccl, nccl_symmetric or one_shot, got 'ring'"},
+      {{"ddp", "--exchange", "ONE_SHOT"}, "--exchange must be nccl, nccl_symmetric or one_shot"},
   };
   for (const auto& [program, cases] : {std::pair{WORKBOOK_PROGRAM, lesson_cases}, std::pair{WORKBOOK_BENCH_PROGRAM, bench_cases}}) {
     for (const auto& [args, message] : cases) {
@@ -476,14 +518,18 @@ TEST_CASE("programs: usage errors are exit 2 with a one-line reason") {
   CHECK_THAT(help.out, ContainsSubstring("ddp") && ContainsSubstring("dp"));
   const ProgramResult bench_help = run_program({WORKBOOK_BENCH_PROGRAM, "--help"});
   CHECK(bench_help.exit_code == 0);
-  CHECK_THAT(bench_help.out, ContainsSubstring("--fail-rank") && ContainsSubstring("scaling"));
+  CHECK_THAT(bench_help.out, ContainsSubstring("--fail-rank") && ContainsSubstring("scaling") &&
+                                 ContainsSubstring("--exchange-points"));
+  CHECK_THAT(help.out, ContainsSubstring("--exchange"));
 }
 
 TEST_CASE("programs: sizes with K, M and G and every device form are accepted; no GPU is exit 77") {
   for (const auto& [program, args] : std::vector<std::pair<const char*, std::vector<std::string>>>{
            {WORKBOOK_PROGRAM, {"dp", "--points", "50K"}}, {WORKBOOK_PROGRAM, {"--device", "cuda:0"}},
            {WORKBOOK_PROGRAM, {"--device", "cuda"}}, {WORKBOOK_PROGRAM, {"--device", "1", "dp"}},
-           {WORKBOOK_PROGRAM, {"--reference-max", "1G"}},
+           {WORKBOOK_PROGRAM, {"--reference-max", "1G"}}, {WORKBOOK_PROGRAM, {"--exchange", "one_shot"}},
+           {WORKBOOK_BENCH_PROGRAM, {"exchange", "--exchange-points", "1M"}},
+           {WORKBOOK_BENCH_PROGRAM, {"ddp", "--exchange", "nccl_symmetric"}},
            {WORKBOOK_BENCH_PROGRAM, {"allreduce", "--min-bytes", "4K", "--max-bytes", "1M"}},
            {WORKBOOK_BENCH_PROGRAM, {"topology", "--copy-mib", "1K"}},
            {WORKBOOK_BENCH_PROGRAM, {"scaling", "--strong", "200K,2M", "--weak", "1M"}},
@@ -582,6 +628,127 @@ TEST_CASE("one rank of the DataParallel analog gives the single-GPU bits", "[gpu
   CHECK(check_against_single_gpu(run, *single).ok);
 }
 
+TEST_CASE("one GPU: --exchange one_shot and nccl_symmetric give the single-GPU bits (the mailbox is local)", "[gpu]") {
+  require_gpus(1);
+  CUDA_CHECK(cudaSetDevice(0));
+  regression::Config c;
+  c.points = 300'001;
+  c.epochs = 30;
+  std::string why;
+  const auto single = single_gpu(c, &why);
+  REQUIRE(single);
+  for (ExchangeKind kind : {ExchangeKind::kOneShot, ExchangeKind::kNcclSymmetric}) {
+    CAPTURE(exchange_name(kind));
+    const ParallelRun run = train_data_parallel(make_problem(c), {0}, 2, {kind, 30.0});
+    CAPTURE(run.exchange, run.exchange_note);
+    // One rank: its own slot is the sum (one_shot), and an all-reduce of one rank copies: the same
+    // step on the same sums, so the same bits as one GPU.
+    CHECK(run.ranks.front().w == static_cast<float>(single->w));
+    CHECK(run.ranks.front().b == static_cast<float>(single->b));
+    CHECK(check_against_single_gpu(run, *single).ok);
+    CHECK_FALSE(run.exchange_note.empty());  // what ran, or why NCCL declined
+    if (kind == ExchangeKind::kOneShot) CHECK(run.exchange == "one_shot");
+    if (kind == ExchangeKind::kNcclSymmetric) CHECK((run.exchange == "nccl_symmetric" || run.exchange == "nccl"));
+  }
+  // The programs: dp in one process, and one ddp rank through the launcher (its mailbox connected
+  // over NCCL to itself alone).
+  for (const char* exchange : {"one_shot", "nccl_symmetric"}) {
+    CAPTURE(exchange);
+    const nlohmann::json dp = run_json(WORKBOOK_PROGRAM, {"--quick", "--gpus", "1", "--exchange", exchange});
+    require_training_passed(dp, 1);
+    const nlohmann::json ddp = run_json(WORKBOOK_BENCH_PROGRAM, {"ddp", "--quick", "--nproc", "1", "--exchange", exchange});
+    require_training_passed(ddp["ddp"]["rank0"], 1);
+    if (std::string(exchange) == "one_shot") {
+      CHECK(dp["exchange"]["used"] == "one_shot");
+      CHECK(ddp["ddp"]["rank0"]["exchange"]["used"] == "one_shot");
+    }
+    CHECK(dp["ranks"][0]["w"] == ddp["ddp"]["rank0"]["ranks"][0]["w"]);
+  }
+}
+
+TEST_CASE("one-shot kernels on one GPU: two mailboxes add in rank order; a missing rank is named; abort ends a wait",
+          "[gpu]") {
+  require_gpus(1);
+  CUDA_CHECK(cudaSetDevice(0));
+  Stream stream;
+  const cudaStream_t st = stream.get();
+  auto upload = [&](std::vector<float> v) {
+    DeviceBuffer<float> d(v.size());
+    CUDA_CHECK(cudaMemcpy(d.data(), v.data(), d.bytes(), cudaMemcpyHostToDevice));
+    return d;
+  };
+  auto download = [&](const DeviceBuffer<float>& d) {
+    std::vector<float> v(d.size());
+    CUDA_CHECK(cudaMemcpy(v.data(), d.data(), d.bytes(), cudaMemcpyDeviceToHost));
+    return v;
+  };
+
+  SECTION("one rank: the gathered sums are its own") {
+    OneShotMailbox box(1, 0, 5.0);
+    const DeviceBuffer<float> in = upload({1.5f, -2.0f, 3.25f});
+    DeviceBuffer<float> out = upload({0, 0, 0});
+    for (int i = 0; i < 3; ++i) {  // both parity sets, and back
+      launch_one_shot_publish(in.data(), box, st);
+      launch_one_shot_gather(out.data(), box, st);
+    }
+    stream.synchronize();
+    CHECK(download(out) == std::vector<float>{1.5f, -2.0f, 3.25f});
+    CHECK_FALSE(box.failure(1));
+  }
+  SECTION("two ranks on one GPU: both get rank 0's sums plus rank 1's, exchange after exchange") {
+    OneShotMailbox a(2, 0, 5.0), b(2, 1, 5.0);
+    a.connect({a.local(), b.local()});
+    b.connect({a.local(), b.local()});
+    const DeviceBuffer<float> in0 = upload({1e8f, 2.0f, 3.0f}), in1 = upload({1.0f, 20.0f, 30.0f});
+    DeviceBuffer<float> out0 = upload({0, 0, 0}), out1 = upload({0, 0, 0});
+    for (int i = 0; i < 5; ++i) {  // one stream: each gather finds both slots already written
+      launch_one_shot_publish(in0.data(), a, st);
+      launch_one_shot_publish(in1.data(), b, st);
+      launch_one_shot_gather(out0.data(), a, st);
+      launch_one_shot_gather(out1.data(), b, st);
+    }
+    stream.synchronize();
+    const std::vector<float> want = {1e8f + 1.0f, 22.0f, 33.0f};  // rank 0's + rank 1's, in float
+    CHECK(download(out0) == want);
+    CHECK(download(out1) == want);
+    CHECK_FALSE(a.failure(1));
+    CHECK_FALSE(b.failure(1));
+  }
+  SECTION("rank 1 never publishes: rank 0's wait gives up after its timeout, naming rank 1, and stays given up") {
+    OneShotMailbox a(2, 0, 0.2), b(2, 1, 0.2);
+    a.connect({a.local(), b.local()});
+    const DeviceBuffer<float> in = upload({1, 2, 3});
+    DeviceBuffer<float> out = upload({0, 0, 0});
+    launch_one_shot_publish(in.data(), a, st);
+    launch_one_shot_gather(out.data(), a, st);
+    const double seconds = seconds_of([&] { stream.synchronize(); });
+    CHECK(seconds < 30.0);  // a liveness bound, not a speed: it ended by itself
+    const auto line = a.failure(10);
+    REQUIRE(line);
+    CHECK_THAT(*line, ContainsSubstring("gave up after 0.2 s waiting for rank 1's sums of epoch 0 (run 0)"));
+    launch_one_shot_gather(out.data(), a, st);  // sticky: returns at once, the record unchanged
+    stream.synchronize();
+    CHECK(a.failure(10) == line);
+    CHECK(download(out) == std::vector<float>{0, 0, 0});
+  }
+  SECTION("the host's abort flag ends a wait long before its timeout") {
+    OneShotMailbox a(2, 0, 120.0), b(2, 1, 120.0);
+    a.connect({a.local(), b.local()});
+    const DeviceBuffer<float> in = upload({1, 2, 3});
+    DeviceBuffer<float> out = upload({0, 0, 0});
+    launch_one_shot_publish(in.data(), a, st);
+    launch_one_shot_gather(out.data(), a, st);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK(cudaStreamQuery(st) == cudaErrorNotReady);  // still waiting for rank 1
+    a.abort();
+    const double seconds = seconds_of([&] { stream.synchronize(); });
+    CHECK(seconds < 30.0);  // far below the 120 s timeout
+    const auto line = a.failure(10);
+    REQUIRE(line);
+    CHECK_THAT(*line, ContainsSubstring("stopped by the host while waiting for rank 1"));
+  }
+}
+
 TEST_CASE("DataParallel analog on 2 GPUs equals single-GPU; ranks bit-identical", "[multigpu]") {
   require_gpus(2);
   require_training_passed(run_json(WORKBOOK_PROGRAM, {"dp", "--quick", "--gpus", "2"}), 2);
@@ -596,6 +763,44 @@ TEST_CASE("DDP analog with 2 ranks equals single-GPU; ranks bit-identical", "[mu
   const nlohmann::json nb = run_json(WORKBOOK_BENCH_PROGRAM, {"ddp", "--quick", "--nproc", "2", "--nccl-nonblocking"});
   require_training_passed(nb["ddp"]["rank0"], 2);
   CHECK(nb["ddp"]["rank0"]["ranks"][0]["w"] == j["ddp"]["rank0"]["ranks"][0]["w"]);
+}
+
+TEST_CASE("DP and DDP with --exchange one_shot and nccl_symmetric on 2 GPUs: single-GPU results, bit-identical ranks",
+          "[multigpu]") {
+  require_gpus(2);
+  const nlohmann::json dp_nccl = run_json(WORKBOOK_PROGRAM, {"dp", "--quick", "--gpus", "2"});
+  for (const char* exchange : {"one_shot", "nccl_symmetric"}) {
+    CAPTURE(exchange);
+    const nlohmann::json dp = run_json(WORKBOOK_PROGRAM, {"dp", "--quick", "--gpus", "2", "--exchange", exchange});
+    require_training_passed(dp, 2);
+    const nlohmann::json ddp = run_json(WORKBOOK_BENCH_PROGRAM, {"ddp", "--quick", "--nproc", "2", "--exchange", exchange});
+    require_training_passed(ddp["ddp"]["rank0"], 2);
+    CHECK(ddp["ddp"]["rank0"]["ranks"][0]["w"] == dp["ranks"][0]["w"]);
+    if (std::string(exchange) == "one_shot") {
+      CHECK(dp["exchange"]["used"] == "one_shot");
+      CHECK(ddp["ddp"]["rank0"]["exchange"]["used"] == "one_shot");
+    } else {
+      CAPTURE(dp["exchange"]["note"], ddp["ddp"]["rank0"]["exchange"]["note"]);  // if NCCL declined, why
+    }
+    // Two ranks: each of the 3 sums is one float addition, a + b, whatever the exchange: the
+    // same bits as NCCL's all-reduce.
+    CHECK(dp["ranks"][0]["w"] == dp_nccl["ranks"][0]["w"]);
+    CHECK(dp["ranks"][0]["b"] == dp_nccl["ranks"][0]["b"]);
+  }
+}
+
+TEST_CASE("bench exchange: every way's sums exact on 2 GPUs, every epoch checked", "[multigpu]") {
+  require_gpus(2);
+  const nlohmann::json j = run_json(WORKBOOK_BENCH_PROGRAM, {"exchange", "--quick", "--gpus", "2", "--gpu-counts", "2"});
+  CHECK(j["passed"] == true);
+  REQUIRE(j["exchange"]["alone"].size() == 3);
+  for (const auto& row : j["exchange"]["alone"]) {
+    CAPTURE(row.dump());
+    CHECK(row["correct"] == true);
+    CHECK(row["time_us"]["median"].get<double>() > 0.0);
+  }
+  REQUIRE(j["exchange"]["epochs"].size() == 6);  // 3 exchanges x dp, ddp at one size
+  for (const auto& row : j["exchange"]["epochs"]) CHECK(row["passed"] == true);
 }
 
 TEST_CASE("DP and DDP on 4 GPUs equal single-GPU; ranks bit-identical", "[multigpu]") {
@@ -639,12 +844,16 @@ TEST_CASE("all-reduce: every element of every rank exact, 2 GPUs and more", "[mu
 
 TEST_CASE("fault injection: rank 1 dies at epoch 5; rank 0 stops within the bound, naming it", "[multigpu]") {
   require_gpus(2);
+  // one_shot: rank 0's step kernel is waiting on the GPU for rank 1's slot; the launcher's message
+  // makes rank 0's host set the abort flag that kernel polls (else its own timeout would end it).
+  const std::string exchange = GENERATE(as<std::string>(), "nccl", "one_shot");
+  CAPTURE(exchange);
   const double bound = 20.0;
   const std::string path = temp_path("fault.json");
   ProgramResult r;
   const double seconds = seconds_of([&] {
     r = run_program({WORKBOOK_BENCH_PROGRAM, "ddp", "--quick", "--nproc", "2", "--epochs", "50", "--fail-rank", "1",
-                     "--fail-epoch", "5", "--timeout-s", std::to_string(bound), "--json", path});
+                     "--fail-epoch", "5", "--timeout-s", std::to_string(bound), "--exchange", exchange, "--json", path});
   });
   CAPTURE(r.out, r.err, seconds);
   CHECK(r.exit_code == 1);  // not 124: it ended by itself, within run_program's limit

@@ -1,0 +1,222 @@
+// one_shot_exchange.cu: the mailbox's memory, its connection to the peers (peer access in one
+// process, CUDA IPC handles across processes), and the two kernels of the exchange alone.
+#include "one_shot_exchange.cuh"
+
+#include "cuda_check.h"
+#include "nccl_check.h"
+#include "stream.h"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+
+namespace workbook::multi_gpu {
+namespace {
+
+__global__ void one_shot_publish_kernel(const float* sums, OneShotView v) {
+  one_shot_publish(v, sums[0], sums[1], sums[2]);
+}
+
+__global__ void one_shot_gather_kernel(float* total, OneShotView v) {
+  float t[3];
+  if (!one_shot_gather(v, t)) return;
+  total[0] = t[0];
+  total[1] = t[1];
+  total[2] = t[2];
+}
+
+std::string error_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
+
+}  // namespace
+
+void OneShotMailbox::FreePinned::operator()(ExchangeSignals* p) const noexcept { (void)cudaFreeHost(p); }
+
+OneShotMailbox::OneShotMailbox(int world, int rank, double timeout_s) : timeout_s_(timeout_s) {
+  if (world < 1 || world > kMaxOneShotRanks) {
+    throw std::runtime_error("--exchange one_shot connects 1 to " + std::to_string(kMaxOneShotRanks) +
+                             " GPUs of one node, not " + std::to_string(world));
+  }
+  CUDA_CHECK(cudaGetDevice(&device_));
+  slots_ = DeviceBuffer<MailboxSlot>(2 * static_cast<std::size_t>(world));
+  counters_ = DeviceBuffer<unsigned>(2);
+  CUDA_CHECK(cudaMemset(slots_.data(), 0, slots_.bytes()));  // tag 0: no exchange yet
+  CUDA_CHECK(cudaMemset(counters_.data(), 0, counters_.bytes()));
+  // Pinned, mapped into every device's address space: the host writes `abort`, the GPU `code`.
+  void* host = nullptr;
+  CUDA_CHECK(cudaHostAlloc(&host, sizeof(ExchangeSignals), cudaHostAllocMapped | cudaHostAllocPortable));
+  signals_.reset(new (host) ExchangeSignals{});
+  void* mapped = nullptr;
+  CUDA_CHECK(cudaHostGetDevicePointer(&mapped, host, 0));
+  CUDA_CHECK(cudaDeviceSynchronize());  // zeroed before any peer can learn where it is
+  view_.mine = slots_.data();
+  view_.mailboxes[rank] = slots_.data();
+  view_.sequence = counters_.data();
+  view_.failed = counters_.data() + 1;
+  view_.signals = static_cast<ExchangeSignals*>(mapped);
+  view_.world = world;
+  view_.rank = rank;
+  view_.timeout_ns = static_cast<unsigned long long>(std::clamp(timeout_s, 0.0, 1e6) * 1e9);
+  connected_ = world == 1;
+}
+
+OneShotMailbox::~OneShotMailbox() {
+  abort();  // a kernel still waiting for a peer returns within microseconds
+  int previous = 0;
+  const bool switched = cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(device_) == cudaSuccess;
+  (void)cudaDeviceSynchronize();  // nothing of this device still reads the mailbox or the signals
+  close_mappings();
+  if (switched) (void)cudaSetDevice(previous);
+}
+
+void OneShotMailbox::connect(const std::vector<MailboxSlot*>& mailboxes) {
+  if (static_cast<int>(mailboxes.size()) != view_.world || mailboxes[view_.rank] != view_.mine) {
+    throw std::logic_error("OneShotMailbox::connect: one mailbox per rank, this rank's own at its index");
+  }
+  std::copy(mailboxes.begin(), mailboxes.end(), view_.mailboxes);
+  connected_ = true;
+}
+
+cudaIpcMemHandle_t OneShotMailbox::ipc_handle() const {
+  cudaIpcMemHandle_t handle;
+  CUDA_CHECK(cudaIpcGetMemHandle(&handle, view_.mine));  // the base of a cudaMalloc allocation
+  return handle;
+}
+
+void OneShotMailbox::connect_ipc(const std::vector<cudaIpcMemHandle_t>& handles) {
+  if (static_cast<int>(handles.size()) != view_.world) throw std::logic_error("connect_ipc: one handle per rank");
+  CUDA_CHECK(cudaSetDevice(device_));
+  for (int r = 0; r < view_.world; ++r) {
+    if (r == view_.rank) continue;
+    void* peer = nullptr;
+    const cudaError_t e = cudaIpcOpenMemHandle(&peer, handles[r], cudaIpcMemLazyEnablePeerAccess);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      throw std::runtime_error("rank " + std::to_string(view_.rank) + ": cannot map rank " + std::to_string(r) +
+                               "'s mailbox (cudaIpcOpenMemHandle: " + error_text(e) +
+                               "): --exchange one_shot needs every rank on one node, with peer access between their GPUs");
+    }
+    opened_.push_back(peer);
+    view_.mailboxes[r] = static_cast<MailboxSlot*>(peer);
+  }
+  connected_ = true;
+}
+
+void OneShotMailbox::disconnect() {
+  std::vector<void*> opened = std::exchange(opened_, {});
+  for (void* p : opened) CUDA_CHECK(cudaIpcCloseMemHandle(p));
+  for (int r = 0; r < view_.world; ++r) {
+    if (r != view_.rank) view_.mailboxes[r] = nullptr;
+  }
+  connected_ = view_.world == 1;
+}
+
+void OneShotMailbox::close_mappings() noexcept {
+  for (void* p : std::exchange(opened_, {})) (void)cudaIpcCloseMemHandle(p);
+}
+
+const OneShotView& OneShotMailbox::view() const {
+  if (!connected_) throw std::logic_error("OneShotMailbox used before connect()");
+  return view_;
+}
+
+void OneShotMailbox::inject_fault_from(const Watch& watch) {
+  fail_epoch_ = watch.fail_epoch;
+  who_ = watch.who;
+}
+
+void OneShotMailbox::before_publish() {
+  if (publishes_++ == fail_epoch_) {
+    throw InjectedFault(who_ + ": injected fault at epoch " + std::to_string(fail_epoch_) +
+                        " (multi_gpu_bench --fail-epoch): leaving without publishing its sums");
+  }
+}
+
+std::optional<std::string> OneShotMailbox::failure(int epochs_per_run) const {
+  return exchange_failure(*signals_, epochs_per_run, timeout_s_);
+}
+
+void OneShotMailbox::abort() noexcept {
+  if (signals_) static_cast<volatile ExchangeSignals*>(signals_.get())->abort = 1;
+}
+
+void connect_over_nccl(OneShotMailbox& box, Communicator& comm, cudaStream_t stream, const Watch& watch) {
+  const std::size_t bytes = sizeof(cudaIpcMemHandle_t);  // 64
+  const std::size_t world = static_cast<std::size_t>(box.world());
+  PinnedBuffer<char> host(bytes * world);
+  const cudaIpcMemHandle_t mine = box.ipc_handle();
+  std::memcpy(host.data() + bytes * static_cast<std::size_t>(box.rank()), &mine, bytes);
+  DeviceBuffer<char> all(bytes * world);
+  CUDA_CHECK(cudaMemcpyAsync(all.data(), host.data(), all.bytes(), cudaMemcpyHostToDevice, stream));
+  char* send = all.data() + bytes * static_cast<std::size_t>(box.rank());  // in place
+  comm.call(ncclAllGather(send, all.data(), bytes, ncclUint8, comm.get(), stream), "mailbox handle all-gather", watch);
+  CUDA_CHECK(cudaMemcpyAsync(host.data(), all.data(), all.bytes(), cudaMemcpyDeviceToHost, stream));
+  Event done;
+  done.record(stream);
+  comm.wait_event(done.get(), "the mailbox handle all-gather", watch);
+  std::vector<cudaIpcMemHandle_t> handles(world);
+  for (std::size_t r = 0; r < world; ++r) std::memcpy(&handles[r], host.data() + bytes * r, bytes);
+  box.connect_ipc(handles);
+}
+
+void launch_one_shot_publish(const float* sums, const OneShotMailbox& box, cudaStream_t stream) {
+  one_shot_publish_kernel<<<1, 1, 0, stream>>>(sums, box.view());
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_one_shot_gather(float* total, const OneShotMailbox& box, cudaStream_t stream) {
+  one_shot_gather_kernel<<<1, 1, 0, stream>>>(total, box.view());
+  CUDA_CHECK_LAUNCH();
+}
+
+PeerAccess::PeerAccess(const std::vector<int>& devices) {
+  int previous = 0;
+  CUDA_CHECK(cudaGetDevice(&previous));
+  try {
+    for (int from : devices) {
+      for (int to : devices) {
+        if (from == to) continue;
+        int can = 0;
+        CUDA_CHECK(cudaDeviceCanAccessPeer(&can, from, to));
+        if (can == 0) {
+          throw std::runtime_error("--exchange one_shot needs peer access from GPU " + std::to_string(from) + " to GPU " +
+                                   std::to_string(to) + ", and cudaDeviceCanAccessPeer says no");
+        }
+        CUDA_CHECK(cudaSetDevice(from));
+        const cudaError_t e = cudaDeviceEnablePeerAccess(to, 0);
+        if (e == cudaErrorPeerAccessAlreadyEnabled) {
+          (void)cudaGetLastError();  // on already (not ours to turn off)
+          continue;
+        }
+        CUDA_CHECK(e);
+        enabled_.emplace_back(from, to);
+      }
+    }
+  } catch (...) {
+    disable();
+    (void)cudaSetDevice(previous);
+    throw;
+  }
+  CUDA_CHECK(cudaSetDevice(previous));
+}
+
+PeerAccess::~PeerAccess() { disable(); }
+
+PeerAccess& PeerAccess::operator=(PeerAccess&& other) noexcept {
+  if (this != &other) {
+    disable();
+    enabled_ = std::exchange(other.enabled_, {});
+  }
+  return *this;
+}
+
+void PeerAccess::disable() noexcept {
+  int previous = 0;
+  if (cudaGetDevice(&previous) != cudaSuccess) return;
+  for (const auto& [from, to] : std::exchange(enabled_, {})) {
+    if (cudaSetDevice(from) == cudaSuccess) (void)cudaDeviceDisablePeerAccess(to);
+  }
+  (void)cudaSetDevice(previous);
+}
+
+}  // namespace workbook::multi_gpu

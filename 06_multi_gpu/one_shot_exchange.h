@@ -1,0 +1,152 @@
+// one_shot_exchange.h: the gradient exchange written by hand, host side (g++ compiles this
+// header; the device code is one_shot_exchange.cuh). NCCL's all-reduce of 12 bytes is a chain of
+// steps (a ring or a tree, a protocol's flags, proxy-free but generic) that costs about ten
+// microseconds; one NVLink write costs one or two. So each GPU simply writes its three sums into
+// a slot of EVERY GPU's mailbox, and each GPU waits until every slot of its own mailbox holds
+// this exchange's sums, then adds them in rank order 0..N-1: the same additions in the same
+// order everywhere, so every replica gets the same bits.
+//
+//   OneShotMailbox box(world, rank, /*timeout_s=*/30.0);   // on the current device, zeroed
+//   box.connect(mailboxes);                // one process: every GPU's box.local(), peer access on
+//   connect_over_nccl(box, comm, stream, watch);            // one process per GPU: CUDA IPC handles
+//   replica.use_one_shot(&box);            // the sums kernel publishes, the step kernel gathers
+//   if (auto why = box.failure(epochs)) ...                 // a peer never came: one line
+//
+// The mailbox: 2 sets of `world` slots, set = exchange & 1; slot r of a set is written by rank r
+// only. A slot is {3 floats, tag}: the writer stores the floats, fences (__threadfence_system),
+// then stores tag = the exchange's number; the reader waits until the tag is that number. The
+// flag travels with the data, so there is no barrier and nothing to reset between epochs; the
+// second set lets a fast rank write exchange s+1 while a slow one still reads exchange s. The
+// number is a counter in each GPU's memory (not a kernel argument), so a CUDA graph of the epoch
+// loop replays correctly.
+//
+// A peer that never writes must not hang the others: the wait gives up after `timeout_s`, or
+// within microseconds of the host setting the abort flag (Communicator::abort, this object's
+// destructor), and records which rank it waited for (ExchangeSignals, exchange.h); every later
+// wait on this GPU then returns at once (sticky), and the host turns the record into one line.
+#pragma once
+
+#include "device_buffer.h"
+#include "exchange.h"
+#include "nccl_comm.h"
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace workbook::multi_gpu {
+
+struct MailboxSlot {
+  float sums[3];
+  unsigned tag;  // the exchange whose sums these are; 0: none yet
+};
+static_assert(sizeof(MailboxSlot) == 16, "one slot is one 16-byte line of 4 words");
+
+inline constexpr int kMaxOneShotRanks = 8;  // one node's GPUs
+
+// What a kernel needs to publish and to gather; passed by value (a kernel parameter).
+struct OneShotView {
+  MailboxSlot* mailboxes[kMaxOneShotRanks] = {};  // rank r's mailbox as this GPU addresses it
+  MailboxSlot* mine = nullptr;                     // == mailboxes[rank], in this GPU's memory
+  unsigned* sequence = nullptr;                    // exchanges done by this GPU (device memory)
+  unsigned* failed = nullptr;                      // sticky: nonzero once a wait gave up
+  ExchangeSignals* signals = nullptr;              // pinned host memory, as the GPU addresses it
+  int world = 1;
+  int rank = 0;
+  unsigned long long timeout_ns = 0;
+};
+
+class OneShotMailbox {
+ public:
+  // On the current device: 2 * world zeroed slots, the counters, the pinned signals.
+  // world is 1 to kMaxOneShotRanks; a one-rank mailbox is connected already (to itself).
+  OneShotMailbox(int world, int rank, double timeout_s);
+  // Sets the abort flag, waits for this device's work (a waiting kernel returns at once), closes
+  // the peers' IPC mappings and frees. Destroy it after the communicator has been aborted or
+  // finalized (declare it first): NCCL kernels that wait for a dead peer stop only then.
+  ~OneShotMailbox();
+  OneShotMailbox(const OneShotMailbox&) = delete;
+  OneShotMailbox& operator=(const OneShotMailbox&) = delete;
+
+  MailboxSlot* local() const { return view_.mine; }
+  int world() const { return view_.world; }
+  int rank() const { return view_.rank; }
+
+  // One process: rank r's mailbox is mailboxes[r] (its local() pointer; peer access enabled).
+  void connect(const std::vector<MailboxSlot*>& mailboxes);
+  // One process per GPU: this mailbox's handle for the others, and theirs opened here
+  // (cudaIpcOpenMemHandle with lazy peer access). handles[rank] is ignored.
+  cudaIpcMemHandle_t ipc_handle() const;
+  void connect_ipc(const std::vector<cudaIpcMemHandle_t>& handles);
+  // Closes the IPC mappings (before the last collective, so that no rank frees its mailbox while
+  // another still maps it). Throws on failure; the destructor does it quietly.
+  void disconnect();
+
+  // For the kernels; throws std::logic_error before connect.
+  const OneShotView& view() const;
+  ExchangeSignals* signals() const { return signals_.get(); }
+  double timeout_s() const { return timeout_s_; }
+
+  // The bench's fault injection (Watch::fail_epoch): the publish of that epoch (counted over the
+  // first run) throws InjectedFault instead, as a crashed rank would leave.
+  void inject_fault_from(const Watch& watch);
+  void before_publish();
+
+  // One line when a wait gave up (see exchange_failure), nullopt otherwise. Safe at any time.
+  std::optional<std::string> failure(int epochs_per_run) const;
+  // Makes every wait on this mailbox return within microseconds; never throws.
+  void abort() noexcept;
+
+ private:
+  struct FreePinned {
+    void operator()(ExchangeSignals* p) const noexcept;
+  };
+  void close_mappings() noexcept;
+
+  int device_ = 0;
+  double timeout_s_ = 30.0;
+  DeviceBuffer<MailboxSlot> slots_;  // [set][rank]
+  DeviceBuffer<unsigned> counters_;  // [0] sequence, [1] failed
+  std::unique_ptr<ExchangeSignals, FreePinned> signals_;
+  std::vector<void*> opened_;  // IPC mappings of the peers' mailboxes
+  OneShotView view_;
+  bool connected_ = false;
+  int publishes_ = 0;
+  int fail_epoch_ = -1;
+  std::string who_;
+};
+
+// One process per GPU: the 64-byte IPC handles of every rank's mailbox all-gathered over `comm`
+// (waited for under `watch`), then opened: box.connect_ipc.
+void connect_over_nccl(OneShotMailbox& box, Communicator& comm, cudaStream_t stream, const Watch& watch);
+
+// The exchange alone, as two tiny kernels (the training fuses them into the sums and step
+// kernels): publish `sums` (3 floats on this device) to every rank's mailbox; wait for every
+// slot of this exchange and write their sum, added in rank order, to `total` (3 floats). For the
+// bench's timing and the tests.
+void launch_one_shot_publish(const float* sums, const OneShotMailbox& box, cudaStream_t stream);
+void launch_one_shot_gather(float* total, const OneShotMailbox& box, cudaStream_t stream);
+
+// Peer access both ways between every pair of `devices` (cudaDeviceEnablePeerAccess), for the
+// life of the object: what the one-process exchange needs to write into another GPU's memory.
+// Throws, naming the pair, where cudaDeviceCanAccessPeer says no. Disables only what it enabled.
+class PeerAccess {
+ public:
+  PeerAccess() = default;
+  explicit PeerAccess(const std::vector<int>& devices);
+  ~PeerAccess();
+  PeerAccess(PeerAccess&& other) noexcept : enabled_(std::exchange(other.enabled_, {})) {}
+  PeerAccess& operator=(PeerAccess&& other) noexcept;
+  PeerAccess(const PeerAccess&) = delete;
+  PeerAccess& operator=(const PeerAccess&) = delete;
+
+ private:
+  void disable() noexcept;
+  std::vector<std::pair<int, int>> enabled_;  // (from, to)
+};
+
+}  // namespace workbook::multi_gpu
