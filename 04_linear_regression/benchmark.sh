@@ -24,7 +24,7 @@ python3 "$here/pytorch_regression.py" --device cuda --json "$results/pytorch_cud
 python3 "$here/pytorch_regression.py" --device cuda --repeats 2 --profile "$results/pytorch_profile.json" \
   | tee "$results/pytorch_profile.txt" || status=1
 python3 "$here/../03_streams_events/plot_trace.py" "$results/pytorch_profile_timeline.json" \
-  "$results/pytorch_profile_timeline.png" "pytorch_regression.py --profile: two epochs of PyTorch's loop" || status=1
+  "$results/pytorch_profile_timeline.png" "torch.profiler: 2 epochs" || status=1
 python3 "$here/pytorch_regression.py" --device cpu --json "$results/pytorch_cpu.json" \
   | tee "$results/pytorch_cpu.txt" || status=1
 # Part 2: mini-batches from host memory, CUDA pipelines then PyTorch's, the same batches in the same order.
