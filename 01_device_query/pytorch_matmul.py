@@ -21,6 +21,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 from workbook_cli import Parser, device_index, integer, size, size_list, write_json  # noqa: E402  (cli.h's rules)
+from torch_events import time_on_stream  # noqa: E402  (CUDA events around each repeat, as event_timer.h)
 
 torch = needs("torch")
 
@@ -46,17 +47,8 @@ def set_tf32(allowed):
         matmul.allow_tf32 = allowed
 
 
-def time_on_stream(work, warmup, timed):
-    """CUDA events around each repeat on the current stream; all queued, then one wait (event_timer.h)."""
-    for _ in range(warmup):
-        work()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(timed)]
-    for start, stop in events:
-        start.record()
-        work()
-        stop.record()
-    torch.cuda.synchronize()
-    ms = [start.elapsed_time(stop) for start, stop in events]
+def timed(work, warmup, repeats):
+    ms = time_on_stream(work, warmup, repeats)
     return {"median_ms": statistics.median(ms), "min_ms": min(ms), "max_ms": max(ms), "repeats": len(ms)}
 
 
@@ -106,7 +98,7 @@ def measure_matmuls(n, args, dev, tensor_cores, rows, failures):
         if not ok:
             failures.append(f"{precision} matmul of size {n} differs from the reference")
             continue
-        row.update(time_on_stream(lambda: torch.matmul(x, y, out=c), 1 if args.quick else 3, args.repeats))
+        row.update(timed(lambda: torch.matmul(x, y, out=c), 1 if args.quick else 3, args.repeats))
         row.update(tflops=flop / (row["median_ms"] * 1e9), gbps=nbytes / (row["median_ms"] * 1e6))
     set_tf32(False)
 
@@ -131,14 +123,14 @@ def measure_axpy(args, dev, rows, failures):
     if not ok:
         failures.append("y.add_(x, alpha=a) differs from the float64 reference by more than two roundings")
         return
-    row.update(time_on_stream(lambda: y.add_(x, alpha=alpha), 1 if args.quick else 3, args.repeats))
+    row.update(timed(lambda: y.add_(x, alpha=alpha), 1 if args.quick else 3, args.repeats))
     row.update(tflops=flop / (row["median_ms"] * 1e9), gbps=nbytes / (row["median_ms"] * 1e6))
 
 
 def copy_gbps(dev, mib):
     src = torch.ones(mib << 18, device=dev)  # mib MiB of float32
     dst = torch.empty_like(src)
-    t = time_on_stream(lambda: dst.copy_(src), 2, 10)
+    t = timed(lambda: dst.copy_(src), 2, 10)
     return 2.0 * src.numel() * 4 / (t["median_ms"] * 1e6)  # read + written, as common/copy_ceiling.h
 
 

@@ -20,6 +20,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 from workbook_cli import Parser, device_index, write_json  # noqa: E402  (cli.h's flag rules)
+from torch_events import time_on_stream  # noqa: E402  (CUDA events around each repeat, as event_timer.h)
 
 torch = needs("torch")
 
@@ -38,17 +39,8 @@ def repeats_for(nbytes, base):
     return warmup, max(min(max(base, 3), 10), round(base * scale))
 
 
-def time_on_stream(work, warmup, timed):
-    """CUDA events around each repeat on the current stream; all queued, then one wait."""
-    for _ in range(warmup):
-        work()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(timed)]
-    for start, stop in events:
-        start.record()
-        work()
-        stop.record()
-    torch.cuda.synchronize()
-    return stats([start.elapsed_time(stop) for start, stop in events])
+def events_stats(work, warmup, timed):
+    return stats(time_on_stream(work, warmup, timed))
 
 
 def time_on_host(work, warmup, timed):
@@ -147,7 +139,7 @@ def random_tensor(report, failures, dev, quick):
 
     t_host = time_on_host(on_host, 1, 2 if quick else 3)
     t_dev = time_on_host(on_device, 2, 10)
-    t_dev_gpu = time_on_stream(lambda: torch.randn(n, out=gpu), 2, 10)
+    t_dev_gpu = events_stats(lambda: torch.randn(n, out=gpu), 2, 10)
     speedup = t_host["median_ms"] / t_dev["median_ms"]
     print(f"   host: torch.randn(n), then copy       {t_host['median_ms']:10.3f} ms")
     print(f"   GPU:  torch.randn(n, device=cuda)     {t_dev['median_ms']:10.3f} ms  (GPU time "
@@ -187,14 +179,14 @@ def bandwidth(report, failures, dev, quick, base_repeats):
             def h2d():  # .to() allocates from the caching allocator (cheap after warm-up), then copies
                 holder["g"] = src.to(dev, non_blocking=non_blocking)
 
-            t_h2d = time_on_stream(h2d, warmup, timed)
+            t_h2d = events_stats(h2d, warmup, timed)
             d_a[:nbytes].copy_(holder.pop("g"))
             d2d = None
             if kind == "pinned":
-                d2d = time_on_stream(lambda: d_b[:nbytes].copy_(d_a[:nbytes]), warmup, timed)
+                d2d = events_stats(lambda: d_b[:nbytes].copy_(d_a[:nbytes]), warmup, timed)
             else:
                 d_b[:nbytes].copy_(d_a[:nbytes])
-            t_d2h = time_on_stream(lambda: dst.copy_(d_b[:nbytes], non_blocking=non_blocking), warmup, timed)
+            t_d2h = events_stats(lambda: dst.copy_(d_b[:nbytes], non_blocking=non_blocking), warmup, timed)
             torch.cuda.synchronize()
             ok = torch.equal(dst, src)
             if not ok:

@@ -24,18 +24,12 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 from workbook_cli import Parser, integer, size, write_json  # noqa: E402  (cli.h's flag rules)
+from regression_torch import make_data  # noqa: E402  (chapter 04's data, first 80% train)
 
 torch = needs("torch")
 nn = needs("torch.nn")
 
 RELATIVE_TOLERANCE = 1e-4  # w and b: the same math, summed in another order over the shards
-
-
-def make_data(points, device):
-    x = torch.arange(points, dtype=torch.float32, device=device) * 2e-6
-    y = x * 0.7 + 0.3
-    train = points // 5 * 4 + points % 5 * 4 // 5
-    return x[:train, None], y[:train, None]
 
 
 def fresh_model(device):
@@ -123,7 +117,7 @@ def main():
     print(f"pytorch_data_parallel: torch {torch.__version__}, {args.points} points, {args.epochs} epochs, "
           f"{gpus} x {torch.cuda.get_device_name(0)}", file=log)
     gpu0 = torch.device("cuda", 0)
-    x, y = make_data(args.points, gpu0)  # the data starts on GPU 0, as x.to('cuda') leaves it
+    x, y = make_data(args.points, 0.0, 0, gpu0)[:2]  # the training set, on GPU 0 as x.to('cuda') leaves it
     lr = 0.01 if args.points <= 5_000_000 else 0.01 * (5_000_000 / args.points) ** 2  # as pytorch_ddp.py
 
     def plain():

@@ -25,9 +25,11 @@ using workbook::testing::run_program;
 
 namespace {
 
-nlohmann::json run_quick_json(const std::map<std::string, std::string>& env = {}) {
+// The program's --quick run as JSON; a bench without a GPU skips (the lesson answers "no" and passes).
+nlohmann::json run_quick_json(const std::string& program, const std::map<std::string, std::string>& env = {}) {
   const std::string path = workbook::testing::temp_path("device_query.json");
-  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick", "--json", path}, env);
+  const ProgramResult r = run_program({program, "--quick", "--json", path}, env);
+  workbook::testing::skip_if_no_gpu(r);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   REQUIRE(workbook::testing::last_line(r.out) == "PASS");
@@ -163,7 +165,7 @@ TEST_CASE("a device index that does not exist exits 2 naming the devices that do
 
 TEST_CASE("device count and properties agree with the runtime in another process", "[gpu]") {
   workbook::testing::require_gpus(1);
-  const nlohmann::json j = run_quick_json();
+  const nlohmann::json j = run_quick_json(WORKBOOK_PROGRAM);
   int count = 0;
   REQUIRE(cudaGetDeviceCount(&count) == cudaSuccess);
   CHECK(j["cuda_available"] == true);
@@ -191,10 +193,10 @@ TEST_CASE("device count and properties agree with the runtime in another process
 
 TEST_CASE("CUDA_VISIBLE_DEVICES renumbers: the one visible device is device 0", "[gpu]") {
   workbook::testing::require_gpus(1);
-  const nlohmann::json all = run_quick_json();
+  const nlohmann::json all = run_quick_json(WORKBOOK_PROGRAM);
   const int last = all["device_count"].get<int>() - 1;
   // With one GPU this only shows the filter keeps it; with two or more, the last card becomes 0.
-  const nlohmann::json one = run_quick_json({{"CUDA_VISIBLE_DEVICES", std::to_string(last)}});
+  const nlohmann::json one = run_quick_json(WORKBOOK_PROGRAM, {{"CUDA_VISIBLE_DEVICES", std::to_string(last)}});
   CHECK(one["device_count"] == 1);
   REQUIRE(one["devices"].size() == 1);
   CHECK(one["devices"][0]["index"] == 0);
@@ -203,7 +205,7 @@ TEST_CASE("CUDA_VISIBLE_DEVICES renumbers: the one visible device is device 0", 
 
 TEST_CASE("name and memory agree with nvidia-smi", "[gpu]") {
   workbook::testing::require_gpus(1);
-  const nlohmann::json j = run_quick_json();
+  const nlohmann::json j = run_quick_json(WORKBOOK_PROGRAM);
   for (const auto& d : j["devices"]) {
     const ProgramResult smi = run_program({"nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader,nounits",
                                            "--id=" + d["pci_bus_id"].get<std::string>()});
@@ -226,7 +228,7 @@ TEST_CASE("name and memory agree with nvidia-smi", "[gpu]") {
 
 TEST_CASE("memory accounting: the driver sees cudaMalloc, the pool keeps freed memory until trimmed", "[gpu]") {
   workbook::testing::require_gpus(1);
-  const nlohmann::json j = run_quick_json();
+  const nlohmann::json j = run_quick_json(WORKBOOK_PROGRAM);
   const auto& acc = j["memory_accounting"];
   const auto bytes = acc["buffer_bytes"].get<std::size_t>();
   const auto& steps = acc["steps"];
@@ -250,7 +252,7 @@ TEST_CASE("device_query agrees with PyTorch's torch.cuda", "[pytorch]") {
   INFO(torch.err);
   REQUIRE(torch.exit_code == 0);
   const nlohmann::json t = nlohmann::json::parse(torch.out);
-  const nlohmann::json j = run_quick_json();
+  const nlohmann::json j = run_quick_json(WORKBOOK_PROGRAM);
   CHECK(j["device_count"] == t["count"]);
   CHECK(j["current_device"] == t["current"]);
   for (std::size_t i = 0; i < t["devices"].size(); ++i) {
@@ -300,25 +302,9 @@ TEST_CASE("the bench without a GPU says why in one line and exits 77") {
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }
 
-namespace {
-
-nlohmann::json run_bench_quick_json(const std::map<std::string, std::string>& env = {}) {
-  const std::string path = workbook::testing::temp_path("device_query_bench.json");
-  const ProgramResult r = run_program({WORKBOOK_BENCH_PROGRAM, "--quick", "--json", path}, env);
-  workbook::testing::skip_if_no_gpu(r);
-  INFO(r.out << r.err);
-  REQUIRE(r.exit_code == 0);
-  REQUIRE(workbook::testing::last_line(r.out) == "PASS");
-  nlohmann::json j = workbook::testing::read_json(path);
-  std::remove(path.c_str());
-  return j;
-}
-
-}  // namespace
-
 TEST_CASE("device_query_bench --quick: every precision's matmul and y = a x + y pass their checks", "[gpu]") {
   workbook::testing::require_gpus(1);
-  const nlohmann::json j = run_bench_quick_json();
+  const nlohmann::json j = run_quick_json(WORKBOOK_BENCH_PROGRAM);
   CHECK(j["program"] == "device_query_bench");
   CHECK(j["passed"] == true);
   CHECK(j["quick"] == true);
@@ -359,7 +345,7 @@ TEST_CASE("device_query_bench --quick: every precision's matmul and y = a x + y 
 
 TEST_CASE("device_query_bench on a GPU treated as sm_75 skips TF32 and BF16, says why, and passes", "[gpu]") {
   workbook::testing::require_gpus(1);
-  const nlohmann::json j = run_bench_quick_json({{"WORKBOOK_PRETEND_COMPUTE_CAPABILITY", "7.5"}});
+  const nlohmann::json j = run_quick_json(WORKBOOK_BENCH_PROGRAM, {{"WORKBOOK_PRETEND_COMPUTE_CAPABILITY", "7.5"}});
   int skipped = 0;
   for (const auto& row : j["rows"]) {
     if (!row.contains("skipped")) continue;
