@@ -20,7 +20,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 from workbook_cli import Parser, device_index, write_json  # noqa: E402  (cli.h's flag rules)
-from torch_events import time_on_stream  # noqa: E402  (CUDA events around each repeat, as event_timer.h)
+from torch_cuda import cuda_device_problem, time_on_stream  # noqa: E402  (the GPU check; events, as event_timer.h)
 
 torch = needs("torch")
 
@@ -332,13 +332,9 @@ def main():
     parser.add_argument("--quick", action="store_true", help="up to 64 MiB, few repeats")
     args = parser.parse_args()
     require("torch")
-    if not torch.cuda.is_available():
-        print("pytorch_transfer needs a CUDA GPU: torch.cuda.is_available() is False", file=sys.stderr)
-        return 77
-    if not 0 <= args.device < torch.cuda.device_count():
-        print(f"error: --device {args.device}: CUDA error: invalid device ordinal; this machine has "
-              f"{torch.cuda.device_count()} device(s)", file=sys.stderr)
-        return 2
+    code = cuda_device_problem("pytorch_transfer", args.device)
+    if code is not None:
+        return code
     dev = torch.device("cuda", args.device)
     torch.cuda.set_device(dev)
     out = sys.stderr if args.json == "-" else sys.stdout

@@ -24,6 +24,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 from workbook_cli import Parser, device_index, int_list, integer, size, write_json  # noqa: E402  (cli.h's flag rules)
+from torch_cuda import cuda_device_problem  # noqa: E402  (no GPU: 77; no such --device: 2)
 
 np = needs("numpy")
 torch = needs("torch")
@@ -221,13 +222,9 @@ def reference(b, h_out, sample):
 def main():
     a = parse_args()
     require("numpy", "torch")
-    if not torch.cuda.is_available():
-        print("pytorch_streams needs a CUDA GPU: torch.cuda.is_available() is False", file=sys.stderr)
-        return 77
-    if a.device >= torch.cuda.device_count():  # as pytorch_transfer.py
-        print(f"error: --device {a.device}: CUDA error: invalid device ordinal; this machine has "
-              f"{torch.cuda.device_count()} device(s)", file=sys.stderr)
-        return 2
+    code = cuda_device_problem("pytorch_streams", a.device)
+    if code is not None:
+        return code
     torch.cuda.set_device(a.device)
     warmup = 1 if a.quick else 3
     log = sys.stderr if a.json == "-" else sys.stdout

@@ -30,6 +30,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 from workbook_cli import Parser, device_index, integer, number, size, write_json  # noqa: E402  (cli.h's flag rules)
+from torch_cuda import cuda_device_problem  # noqa: E402  (no GPU: 77; no such --device: 2)
 from regression_torch import batch_order, make_data  # noqa: E402  (shared with 05: the data, the batch order)
 
 np = needs("numpy")
@@ -302,13 +303,9 @@ def main():
     args = parse_args()
     require("torch")
     require("numpy")
-    if not torch.cuda.is_available():
-        print("pytorch_minibatch needs a CUDA GPU: torch.cuda.is_available() is False", file=sys.stderr)
-        return 77
-    if args.device >= torch.cuda.device_count():
-        print(f"error: --device {args.device}: CUDA error: invalid device ordinal; this machine has "
-              f"{torch.cuda.device_count()} device(s)", file=sys.stderr)
-        return 2
+    code = cuda_device_problem("pytorch_minibatch", args.device)
+    if code is not None:
+        return code
     device = torch.device("cuda", args.device)
     torch.cuda.set_device(device)
     log = sys.stderr if args.json == "-" else sys.stdout

@@ -28,6 +28,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 from workbook_cli import Parser, device_name, integer, number, size, write_json  # noqa: E402  (cli.h's flag rules)
+from torch_cuda import cuda_device_problem  # noqa: E402  (no GPU: 77; no such --device: 2)
 from regression_torch import make_data, train  # noqa: E402  (the data, the timer and the eager loop, shared with 05)
 
 torch = needs("torch")
@@ -64,13 +65,9 @@ def main():
     p.require_at_least("--profile-epochs", args.profile_epochs, 1)
     require("torch")
     device = torch.device(args.device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        print("pytorch_regression needs a CUDA GPU: torch.cuda.is_available() is False", file=sys.stderr)
-        return 77
-    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():  # as pytorch_transfer.py
-        print(f"error: --device {device.index}: CUDA error: invalid device ordinal; this machine has "
-              f"{torch.cuda.device_count()} device(s)", file=sys.stderr)
-        return 2
+    code = cuda_device_problem("pytorch_regression", device.index or 0) if device.type == "cuda" else None
+    if code is not None:
+        return code
     log = sys.stderr if args.json == "-" else sys.stdout
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({torch.get_num_threads()} threads)"
     train_points = args.points // 5 * 4 + args.points % 5 * 4 // 5

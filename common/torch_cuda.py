@@ -1,0 +1,45 @@
+"""torch_cuda.py: what the chapter scripts ask of CUDA through PyTorch, written once.
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+    from torch_cuda import cuda_device_problem, time_on_stream
+    code = cuda_device_problem("pytorch_matmul", args.device)   # after require("torch")
+    if code is not None:
+        return code                                             # 77: no usable GPU; 2: no such index
+    ms = time_on_stream(lambda: y.add_(x, alpha=0.5), warmup=3, timed=20)   # one time per repeat, in ms
+
+cuda_device_problem answers as the C++ programs do: without a usable GPU, one line saying why and
+exit code 77; a --device index that does not exist, one line naming how many there are and exit 2.
+
+time_on_stream is common/event_timer.h's: every repeat is queued between its own pair of events on
+the current stream, then one wait for all of them. The times are the GPU's, and a repeat that the
+host queues more slowly than the GPU runs it shows the host's pace (the GPU waits between events).
+"""
+import sys
+
+from workbook_needs import needs
+
+torch = needs("torch")
+
+
+def cuda_device_problem(script, index):
+    """None when GPU `index` can be used; otherwise prints the one line and returns the exit code."""
+    if not torch.cuda.is_available():
+        print(f"{script} needs a CUDA GPU: torch.cuda.is_available() is False", file=sys.stderr)
+        return 77
+    if not 0 <= index < torch.cuda.device_count():
+        print(f"error: --device {index}: CUDA error: invalid device ordinal; this machine has "
+              f"{torch.cuda.device_count()} device(s)", file=sys.stderr)
+        return 2
+    return None
+
+
+def time_on_stream(work, warmup, timed):
+    for _ in range(warmup):
+        work()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(timed)]
+    for start, stop in events:
+        start.record()
+        work()
+        stop.record()
+    torch.cuda.synchronize()
+    return [start.elapsed_time(stop) for start, stop in events]
