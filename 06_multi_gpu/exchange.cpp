@@ -3,6 +3,7 @@
 
 #include "exit_codes.h"
 
+#include <atomic>
 #include <sstream>
 
 namespace workbook::multi_gpu {
@@ -27,6 +28,7 @@ std::optional<std::string> exchange_failure(const ExchangeSignals& signals, int 
   const volatile ExchangeSignals& s = signals;
   const unsigned code = s.code;
   if (code == 0) return std::nullopt;
+  std::atomic_thread_fence(std::memory_order_acquire);  // the GPU wrote rank and sequence before code
   const int rank = s.rank;
   const unsigned sequence = s.sequence;
   const unsigned per_run = epochs_per_run > 0 ? static_cast<unsigned>(epochs_per_run) : 1u;

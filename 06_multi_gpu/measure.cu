@@ -177,6 +177,7 @@ Topology measure_topology(const std::vector<int>& devices, std::size_t bytes, Re
     buffers[i].destination = DeviceBuffer<char>(bytes);
     CUDA_CHECK(cudaMemset(buffers[i].source.data(), i + 1, bytes));  // initcheck: copy only written bytes
     CUDA_CHECK(cudaMemset(buffers[i].destination.data(), 0, bytes));
+    CUDA_CHECK(cudaDeviceSynchronize());  // the streams below are non-blocking: they do not wait for these
   }
 
   for (int i = 0; i < n; ++i) {
@@ -331,6 +332,7 @@ ExchangeRow measure_exchange(const std::vector<int>& devices, ExchangeKind kind,
     float* work = nullptr;                     // nccl: the all-reduce's buffer (output, or the window)
   };
   std::vector<Rank> ranks(devices.size());
+  const DrainMailboxesFirst drain_first(ranks);  // runs before any rank's mailbox is freed
   for (int r = 0; r < n; ++r) {
     Rank& k = ranks[r];
     CUDA_CHECK(cudaSetDevice(devices[r]));
@@ -340,6 +342,7 @@ ExchangeRow measure_exchange(const std::vector<int>& devices, ExchangeKind kind,
     const float sums[3] = {1.0f * (r + 1), 2.0f * (r + 1), 3.0f * (r + 1)};
     CUDA_CHECK(cudaMemcpy(k.input.data(), sums, sizeof sums, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemset(k.output.data(), 0, k.output.bytes()));
+    CUDA_CHECK(cudaDeviceSynchronize());  // a pageable copy may return before its DMA is done
     k.start = std::make_unique<Event>(EventTiming::kEnabled);
     k.stop = std::make_unique<Event>(EventTiming::kEnabled);
     k.work = k.output.data();

@@ -114,6 +114,7 @@ ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& 
                                              shard_of(problem.test_points, count, d, problem.train_points)));
   }
   std::vector<Plan> plans(devices.size());
+  const DrainMailboxesFirst drain_first(plans);  // runs before any plan is freed
   for (int d = 0; d < count; ++d) {
     Plan& p = plans[d];
     p.device = devices[d];

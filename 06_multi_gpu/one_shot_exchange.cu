@@ -42,6 +42,7 @@ OneShotMailbox::OneShotMailbox(int world, int rank, double timeout_s) : timeout_
   counters_ = DeviceBuffer<unsigned>(2);
   CUDA_CHECK(cudaMemset(slots_.data(), 0, slots_.bytes()));  // tag 0: no exchange yet
   CUDA_CHECK(cudaMemset(counters_.data(), 0, counters_.bytes()));
+  CUDA_CHECK(cudaDeviceSynchronize());  // the zeros are in place before any (non-blocking) stream reads them
   // Pinned, mapped into every device's address space: the host writes `abort`, the GPU `code`.
   void* host = nullptr;
   CUDA_CHECK(cudaHostAlloc(&host, sizeof(ExchangeSignals), cudaHostAllocMapped | cudaHostAllocPortable));
@@ -62,10 +63,14 @@ OneShotMailbox::OneShotMailbox(int world, int rank, double timeout_s) : timeout_
 
 OneShotMailbox::~OneShotMailbox() {
   abort();  // a kernel still waiting for a peer returns within microseconds
+  drain();  // nothing of this device still reads the mailbox or the signals
+  close_mappings();
+}
+
+void OneShotMailbox::drain() noexcept {
   int previous = 0;
   const bool switched = cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(device_) == cudaSuccess;
-  (void)cudaDeviceSynchronize();  // nothing of this device still reads the mailbox or the signals
-  close_mappings();
+  (void)cudaDeviceSynchronize();
   if (switched) (void)cudaSetDevice(previous);
 }
 

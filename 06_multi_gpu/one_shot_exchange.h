@@ -100,6 +100,8 @@ class OneShotMailbox {
   std::optional<std::string> failure(int epochs_per_run) const;
   // Makes every wait on this mailbox return within microseconds; never throws.
   void abort() noexcept;
+  // Waits for every kernel of this mailbox's GPU (abort first, or a wait may last its timeout).
+  void drain() noexcept;
 
  private:
   struct FreePinned {
@@ -118,6 +120,25 @@ class OneShotMailbox {
   int publishes_ = 0;
   int fail_epoch_ = -1;
   std::string who_;
+};
+
+// One process driving several GPUs (dp, the bench): a mailbox's destructor drains only its own GPU,
+// and a peer still running its sums kernel could then publish into the freed slots. Declared after
+// the owners (structs with a `mailbox` member), this runs first: every mailbox aborted, then every
+// GPU drained, and only then does any mailbox go.
+template <class Owners>
+class DrainMailboxesFirst {
+ public:
+  explicit DrainMailboxesFirst(Owners& owners) : owners_(owners) {}
+  ~DrainMailboxesFirst() {
+    for (auto& o : owners_) if (o.mailbox) o.mailbox->abort();
+    for (auto& o : owners_) if (o.mailbox) o.mailbox->drain();
+  }
+  DrainMailboxesFirst(const DrainMailboxesFirst&) = delete;
+  DrainMailboxesFirst& operator=(const DrainMailboxesFirst&) = delete;
+
+ private:
+  Owners& owners_;
 };
 
 // One process per GPU: the 64-byte IPC handles of every rank's mailbox all-gathered over `comm`

@@ -72,6 +72,7 @@ SymmetricWindows SymmetricWindows::register_group(CommunicatorGroup& comms, cons
     }
     w.windows_.push_back(x);
     CUDA_CHECK(cudaMemset(x.buffer, 0, kBytes));
+    CUDA_CHECK(cudaDeviceSynchronize());  // the replica's non-blocking stream does not wait for this memset
   }
   CUDA_CHECK(cudaSetDevice(previous));
   // A collective call, and this one thread stands for every rank: all of them in one group
@@ -102,6 +103,21 @@ SymmetricWindows SymmetricWindows::register_rank(Communicator& comm, cudaStream_
   (void)watch;
   w.note_ = declined("built with NCCL " + version_text(NCCL_VERSION_CODE) + " headers, which have no symmetric windows (2.27)");
 #else
+  // Every rank takes the same path: the smallest "so far so good" over the ranks decides each step.
+  // Registration is collective, so a rank registers only once every rank has its buffer; every
+  // rank reaches both all-reduces, whatever happened to it, so none waits for a missing peer.
+  auto every_rank = [&](bool mine, const char* what) {
+    PinnedBuffer<int> host(1);
+    host.data()[0] = mine ? 1 : 0;
+    DeviceBuffer<int> flag(1);
+    CUDA_CHECK(cudaMemcpyAsync(flag.data(), host.data(), sizeof(int), cudaMemcpyHostToDevice, stream));
+    comm.call(ncclAllReduce(flag.data(), flag.data(), 1, ncclInt32, ncclMin, comm.get(), stream), what, watch);
+    CUDA_CHECK(cudaMemcpyAsync(host.data(), flag.data(), sizeof(int), cudaMemcpyDeviceToHost, stream));
+    Event done;
+    done.record(stream);
+    comm.wait_event(done.get(), what, watch);
+    return host.data()[0] == 1;
+  };
   std::string why = library_lacks_windows();
   Window x;
   CUDA_CHECK(cudaGetDevice(&x.device));
@@ -110,11 +126,12 @@ SymmetricWindows SymmetricWindows::register_rank(Communicator& comm, cudaStream_
     const ncclResult_t r = ncclMemAlloc(&x.buffer, kBytes);
     if (r == ncclSuccess) {
       w.windows_.push_back(x);
-      CUDA_CHECK(cudaMemset(x.buffer, 0, kBytes));
+      CUDA_CHECK(cudaMemsetAsync(x.buffer, 0, kBytes, stream));  // on the stream that will use it
     } else {
       why = "ncclMemAlloc failed: " + nccl_text(r, nullptr);
     }
   }
+  if (!every_rank(why.empty(), "symmetric buffer agreement") && why.empty()) why = "another rank got no buffer";
   if (why.empty()) {
     Window& y = w.windows_.back();
     const ncclResult_t r = ncclCommWindowRegister(comm.get(), y.buffer, kBytes, &y.window, NCCL_WIN_COLL_SYMMETRIC);
@@ -125,19 +142,7 @@ SymmetricWindows SymmetricWindows::register_rank(Communicator& comm, cudaStream_
     }
     if (why.empty() && y.window == nullptr) why = kNoWindow;
   }
-  // Every rank takes the same path: the smallest "I have a window" over the ranks decides. (Every
-  // rank reaches this all-reduce, whatever happened above, so none waits for a missing peer.)
-  PinnedBuffer<int> host(1);
-  host.data()[0] = why.empty() ? 1 : 0;
-  DeviceBuffer<int> flag(1);
-  CUDA_CHECK(cudaMemcpyAsync(flag.data(), host.data(), sizeof(int), cudaMemcpyHostToDevice, stream));
-  comm.call(ncclAllReduce(flag.data(), flag.data(), 1, ncclInt32, ncclMin, comm.get(), stream),
-            "symmetric window agreement", watch);
-  CUDA_CHECK(cudaMemcpyAsync(host.data(), flag.data(), sizeof(int), cudaMemcpyDeviceToHost, stream));
-  Event done;
-  done.record(stream);
-  comm.wait_event(done.get(), "the symmetric window agreement", watch);
-  if (why.empty() && host.data()[0] == 0) why = "another rank got no window";
+  if (!every_rank(why.empty(), "symmetric window agreement") && why.empty()) why = "another rank got no window";
   w.settle(why);
 #endif
   return w;

@@ -35,6 +35,19 @@ inline constexpr bool kSyncAfterLaunch = true;
 inline constexpr bool kSyncAfterLaunch = false;
 #endif
 
+// While this thread captures a stream into a CUDA graph, a launch is recorded, not run: there is
+// nothing to wait for, and a cudaDeviceSynchronize would invalidate the capture. A capture site
+// holds a CapturingLaunches for the capture's length, so that WORKBOOK_SYNC_LAUNCHES skips it.
+inline thread_local int capturing_launches = 0;
+
+class CapturingLaunches {
+ public:
+  CapturingLaunches() { ++capturing_launches; }
+  ~CapturingLaunches() { --capturing_launches; }
+  CapturingLaunches(const CapturingLaunches&) = delete;
+  CapturingLaunches& operator=(const CapturingLaunches&) = delete;
+};
+
 }  // namespace workbook
 
 #define CUDA_CHECK(expr)                                                   \
@@ -47,11 +60,14 @@ inline constexpr bool kSyncAfterLaunch = false;
 
 // cudaGetLastError returns (and clears) a launch-configuration error such as too many threads
 // per block; a fault while the kernel runs shows up only at a later synchronizing call, unless
-// WORKBOOK_SYNC_LAUNCHES makes every launch synchronize so that the fault names its launch.
+// WORKBOOK_SYNC_LAUNCHES makes every launch synchronize so that the fault names its launch
+// (every launch that runs: one being captured into a graph is not synchronized, see above).
 #define CUDA_CHECK_LAUNCH()                                   \
   do {                                                        \
     CUDA_CHECK(cudaGetLastError());                           \
     if constexpr (::workbook::kSyncAfterLaunch) {             \
-      CUDA_CHECK(cudaDeviceSynchronize());                    \
+      if (::workbook::capturing_launches == 0) {              \
+        CUDA_CHECK(cudaDeviceSynchronize());                  \
+      }                                                       \
     }                                                         \
   } while (0)
