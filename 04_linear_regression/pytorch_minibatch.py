@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 from workbook_cli import Parser, device_index, integer, number, size, write_json  # noqa: E402  (cli.h's flag rules)
 from torch_cuda import cuda_device_problem  # noqa: E402  (no GPU: 77; no such --device: 2)
-from regression_torch import batch_order, make_data  # noqa: E402  (shared with 05: the data, the batch order)
+from regression_torch import article_model, batch_order, make_data  # noqa: E402  (shared with 05: the data, the batch order)
 
 np = needs("numpy")
 torch = needs("torch")
@@ -92,10 +92,7 @@ class Model:
     """04's model, loss and optimizer; step() trains on one batch already on the GPU."""
 
     def __init__(self, lr, device):
-        self.model = nn.Linear(1, 1).to(device)
-        with torch.no_grad():
-            self.model.weight.fill_(0.83)
-            self.model.bias.fill_(0.7645)
+        self.model = article_model(device)
         self.loss_fn = nn.MSELoss()
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=lr)
         self.epoch_loss = torch.zeros((), device=device)

@@ -27,7 +27,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 from workbook_cli import Parser, integer, name_list, number, size, size_list  # noqa: E402  (cli.h's flag rules)
-from regression_torch import Timer, make_data, train as train_eager  # noqa: E402  (chapter 04's data, timer, eager loop)
+from regression_torch import Timer, article_model, make_data, train as train_eager  # noqa: E402  (chapter 04's data, timer, eager loop)
 
 torch = needs("torch")
 nn = needs("torch.nn")
@@ -55,14 +55,6 @@ def reference(x, y, epochs, lr):
     return w, b, losses
 
 
-def new_model(device):
-    model = nn.Linear(1, 1).to(device)
-    with torch.no_grad():
-        model.weight.fill_(0.83)
-        model.bias.fill_(0.7645)
-    return model
-
-
 class Eager:
     """Chapter 04's loop without the per-epoch .item(): the losses stay on the device."""
 
@@ -71,7 +63,7 @@ class Eager:
         self.forward = compiled
 
     def run(self, epochs, keep_losses=False):
-        model = new_model(self.x.device)
+        model = article_model(self.x.device)
         opt = torch.optim.SGD(model.parameters(), lr=self.lr)
         step = self.forward or (lambda m, x, y: self.loss_fn(m(x), y))
         losses = []
@@ -92,7 +84,7 @@ class Graph:
     """One epoch captured with torch.cuda.graph (the whole-network recipe), replayed per epoch."""
 
     def __init__(self, x, y, lr):
-        self.model = new_model(x.device)
+        self.model = article_model(x.device)
         self.opt = torch.optim.SGD(self.model.parameters(), lr=lr)
         loss_fn = nn.MSELoss()
         side = torch.cuda.Stream()

@@ -24,20 +24,12 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 from workbook_cli import Parser, integer, size, write_json  # noqa: E402  (cli.h's flag rules)
-from regression_torch import make_data  # noqa: E402  (chapter 04's data, first 80% train)
+from regression_torch import article_model, make_data  # noqa: E402  (chapter 04's data, first 80% train)
 
 torch = needs("torch")
 nn = needs("torch.nn")
 
 RELATIVE_TOLERANCE = 1e-4  # w and b: the same math, summed in another order over the shards
-
-
-def fresh_model(device):
-    model = nn.Linear(1, 1).to(device)
-    with torch.no_grad():
-        model.weight.fill_(0.83)
-        model.bias.fill_(0.7645)
-    return model
 
 
 def train(model, params_of, x, y, epochs, lr):
@@ -121,15 +113,15 @@ def main():
     lr = 0.01 if args.points <= 5_000_000 else 0.01 * (5_000_000 / args.points) ** 2  # as pytorch_ddp.py
 
     def plain():
-        return train(fresh_model(gpu0), lambda m: (m.weight, m.bias), x, y, args.epochs, lr)
+        return train(article_model(gpu0), lambda m: (m.weight, m.bias), x, y, args.epochs, lr)
 
     def data_parallel():
-        dp = nn.DataParallel(fresh_model(gpu0), device_ids=list(range(gpus)))
+        dp = nn.DataParallel(article_model(gpu0), device_ids=list(range(gpus)))
         return train(dp, lambda m: (m.module.weight, m.module.bias), x, y, args.epochs, lr)
 
     single = timed(args.repeats, plain)
     spread = timed(args.repeats, data_parallel)
-    stage_us = stages(nn.DataParallel(fresh_model(gpu0), device_ids=list(range(gpus))), x, y, args.repeats)
+    stage_us = stages(nn.DataParallel(article_model(gpu0), device_ids=list(range(gpus))), x, y, args.repeats)
 
     failures = []
     for name in ("w", "b"):

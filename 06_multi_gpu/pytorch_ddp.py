@@ -42,6 +42,7 @@ for name, value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAS
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 from workbook_cli import Parser, int_list, integer, number, size, size_list  # noqa: E402  (cli.h's flag rules)
+from regression_torch import article_model  # noqa: E402  (nn.Linear(1, 1) from w = 0.83, b = 0.7645)
 
 torch = needs("torch")
 dist = needs("torch.distributed")
@@ -162,10 +163,7 @@ def worker(rank, world, args, port, queue):
 
     # Model, DDP wrapper (or symmetric buffer) and optimizer are built once, as a training script
     # does; each run puts the parameters back in place (the same tensors DDP's buckets view).
-    model = nn.Linear(1, 1).to(device)
-    with torch.no_grad():
-        model.weight.fill_(0.83)
-        model.bias.fill_(0.7645)
+    model = article_model(device)
     opt = torch.optim.SGD(model.parameters(), lr=lr)  # no momentum: no optimizer state to reset
     loss_fn = nn.MSELoss()
     if args.exchange == "nccl":
