@@ -1,0 +1,111 @@
+// bench_options.cpp: multi_gpu_bench's flags (bench_options.h).
+#include "bench_options.h"
+
+#include "bench_plan.h"
+#include "exchange.h"
+
+#include <string>
+
+namespace workbook::multi_gpu {
+
+BenchParts add_bench_options(CLI::App& app, BenchOptions& o) {
+  add_common_options(app, o.common);
+  app.fallthrough();  // the flags may come before or after the subcommand
+  app.add_option("--gpus", o.gpus, "GPUs to use from --device on (default: all)")->type_name("G");
+  auto* training = app.add_option_group("training", "ddp and scaling");
+  add_size_option(*training, "--points", o.config.points,
+                  "points of the whole dataset, e.g. 5M (X = i * 2e-6, first 80% train)");
+  training->add_option("--epochs", o.config.epochs, "full-batch epochs")->type_name("E");
+  training->add_option("--lr", o.lr, "learning rate (default 0.01, scaled by (5M/N)^2 above 5M points, as chapter 05's sweep)");
+  training->add_option("--noise", o.config.noise, "standard deviation of the noise on y");
+  add_seed_option(*training, o.config.seed, "cuRAND seed of the noise");
+  training->add_option("--repeats", o.repeats, "timed runs after the checked run");
+  add_size_option(*training, "--reference-max", o.reference_max,
+                  "largest point count checked against the float64 CPU reference");
+  auto* ddp_group = app.add_option_group("ddp", "ddp ranks and faults");
+  ddp_group->add_option("--nproc", o.nproc, "ranks the built-in launcher starts (default: one per GPU)")->type_name("N");
+  ddp_group->add_option("--fail-rank", o.fail_rank, "this rank fails at --fail-epoch (fault injection)")->type_name("R");
+  ddp_group->add_option("--fail-epoch", o.fail_epoch, "the epoch at which --fail-rank fails")->type_name("E");
+  ddp_group->add_option("--timeout-s", o.timeout_s, "longest wait without progress; after a failure, the bound for every rank to stop");
+  ddp_group->add_option("--launch-timeout-s", o.launch_timeout_s,
+                        "bound of a whole launch (ddp, each scaling run), failure or not (default 10x --timeout-s)");
+  ddp_group->add_flag("--nccl-nonblocking", o.nccl_nonblocking,
+                      "DDP communicators with ncclConfig_t::blocking = 0 (each collective then starts from a helper "
+                      "thread: slower, see README)");
+  ddp_group->add_option("--exchange", o.exchange,
+                        "ddp and scaling: how the ranks' sums meet: nccl (default), nccl_symmetric or one_shot")
+      ->type_name("X");
+  auto* ar = app.add_option_group("allreduce", "all-reduce sweep");
+  add_size_option(*ar, "--min-bytes", o.min_bytes, "smallest all-reduce (bytes)");
+  add_size_option(*ar, "--max-bytes", o.max_bytes,
+                  "largest all-reduce (bytes, e.g. 256M; default 1 GiB, --quick 64 MiB)");
+  ar->add_option("--factor", o.factor, "size step (default 2, --quick 8)");
+  ar->add_option("--iterations", o.allreduce.iterations, "all-reduces (and exchanges) per timed batch");
+  ar->add_option("--batches", o.allreduce.batches, "timed batches (median reported), allreduce and exchange");
+  ar->add_option("--warmup", o.allreduce.warmup, "all-reduces (and exchange batches) before timing");
+  add_size_option(app, "--copy-mib", o.copy_mib, "topology: MiB per peer copy");
+  auto* sc = app.add_option_group("scaling", "scaling runs");
+  sc->add_option("--strong", o.strong, "strong scaling: total points, e.g. 5M,100M");
+  sc->add_option("--weak", o.weak, "weak scaling: points per GPU, e.g. 100M");
+  sc->add_option("--gpu-counts", o.gpu_counts, "GPU counts to visit, scaling and exchange (those this machine has)");
+  app.add_option("--exchange-points", o.exchange_points, "exchange: the epoch's sizes, e.g. 5M,200M (default; --quick 200K)")
+      ->type_name("LIST");
+  BenchParts parts;
+  parts.topology = app.add_subcommand("topology", "peer-access matrix, peer copy bandwidth and latency");
+  parts.allreduce = app.add_subcommand("allreduce", "NCCL all-reduce, 8 B to 1 GiB: time, algbw, busbw, check");
+  parts.ddp = app.add_subcommand("ddp", "DistributedDataParallel analog: one `multi_gpu ddp` process per GPU");
+  parts.exchange = app.add_subcommand("exchange", "the epoch's 12-byte exchange three ways: alone, and in the epoch");
+  parts.scaling = app.add_subcommand("scaling", "strong and weak scaling over 1, 2, 4 GPUs");
+  return parts;
+}
+
+void apply_quick(BenchOptions& o, const CLI::App& app) {
+  if (!o.common.quick) return;
+  auto unset = [&](const char* flag) { return app.count(flag) == 0; };
+  if (unset("--points")) o.config.points = 200'003;  // odd: shards of unequal size
+  if (unset("--epochs")) o.config.epochs = 20;
+  if (unset("--repeats")) o.repeats = 1;
+  if (unset("--max-bytes")) o.max_bytes = 64 << 20;
+  if (unset("--factor")) o.factor = 8;
+  if (unset("--iterations")) o.allreduce.iterations = 5;
+  if (unset("--batches")) o.allreduce.batches = 2;
+  if (unset("--warmup")) o.allreduce.warmup = 1;
+  if (unset("--copy-mib")) o.copy_mib = 8;
+  if (unset("--strong")) o.strong = "200K";
+  if (unset("--weak")) o.weak = "100K";
+  if (unset("--exchange-points")) o.exchange_points = "200K";
+  if (unset("--timeout-s")) o.timeout_s = 60.0;  // sanitizers slow everything down
+}
+
+void validate(const BenchOptions& o) {
+  regression::validate(o.config);
+  if (o.lr) require_positive("--lr", *o.lr);
+  require_at_least("--gpus", o.gpus, 0);
+  require_at_least("--repeats", o.repeats, 1);
+  require_at_least("--nproc", o.nproc, 0);
+  require_at_least("--fail-rank", o.fail_rank, -1);
+  require_at_least("--fail-epoch", o.fail_epoch, -1);
+  if ((o.fail_rank >= 0) != (o.fail_epoch >= 0)) throw UsageError("--fail-rank and --fail-epoch go together, each 0 or more");
+  if (o.fail_epoch >= o.config.epochs) {
+    throw UsageError("--fail-epoch must be below --epochs (" + std::to_string(o.config.epochs) + "), got " +
+                     std::to_string(o.fail_epoch));
+  }
+  require_positive("--timeout-s", o.timeout_s);
+  require_at_least("--launch-timeout-s", o.launch_timeout_s, 0.0);
+  require_at_least("--min-bytes", o.min_bytes, 4);
+  require_at_least("--max-bytes", o.max_bytes, o.min_bytes);
+  require_at_most("--max-bytes", o.max_bytes, std::int64_t{8} << 30);
+  if (o.min_bytes % 4 != 0 || o.max_bytes % 4 != 0) throw UsageError("--min-bytes and --max-bytes must be multiples of 4 (floats)");
+  require_at_least("--factor", o.factor, 2);
+  require_at_least("--iterations", o.allreduce.iterations, 1);
+  require_at_least("--batches", o.allreduce.batches, 1);
+  require_at_least("--warmup", o.allreduce.warmup, 0);
+  require_at_least("--copy-mib", o.copy_mib, 1);
+  parse_point_list(o.strong, "--strong");
+  parse_point_list(o.weak, "--weak");
+  parse_int_list(o.gpu_counts, "--gpu-counts");
+  parse_point_list(o.exchange_points, "--exchange-points");
+  parse_exchange(o.exchange);
+}
+
+}  // namespace workbook::multi_gpu

@@ -1,0 +1,68 @@
+// bench_options.h: multi_gpu_bench's flags, kept out of the harness's way: what each part takes,
+// what --quick makes smaller, and the checks that turn a bad value into one line and exit 2.
+//
+//   BenchOptions o;
+//   const BenchParts parts = add_bench_options(app, o);   // the flags and the five subcommands
+//   ... parse ...
+//   apply_quick(o, app);
+//   validate(o);
+#pragma once
+
+#include "cli.h"
+#include "measure.h"
+#include "regression_problem.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace workbook::multi_gpu {
+
+struct BenchOptions {
+  CommonOptions common;
+  int gpus = 0;  // 0: every GPU from --device on
+  // training (dp, ddp, scaling)
+  regression::Config config;
+  std::optional<double> lr;
+  int repeats = 5;
+  std::int64_t reference_max = 20'000'000;
+  // ddp
+  int nproc = 0;  // 0: one per GPU used
+  int fail_rank = -1;
+  int fail_epoch = -1;
+  double timeout_s = 30.0;
+  double launch_timeout_s = 0.0;  // 0: 10x --timeout-s
+  bool nccl_nonblocking = false;  // ncclConfig_t::blocking = 0 for the DDP communicators
+  std::string exchange = "nccl";  // ddp and scaling: passed to the ranks (exchange.h)
+  // exchange: the three ways alone, then in the epoch at these sizes
+  std::string exchange_points = "5M,200M";
+  // allreduce
+  std::int64_t min_bytes = 8;
+  std::int64_t max_bytes = std::int64_t{1} << 30;
+  int factor = 2;
+  AllreduceTiming allreduce;
+  // topology
+  int copy_mib = 256;
+  // scaling
+  std::string strong = "5M,100M";
+  std::string weak = "100M";
+  std::string gpu_counts = "1,2,4";
+};
+
+// The parts, one subcommand each; none given runs them all.
+struct BenchParts {
+  CLI::App* topology = nullptr;
+  CLI::App* allreduce = nullptr;
+  CLI::App* ddp = nullptr;
+  CLI::App* exchange = nullptr;
+  CLI::App* scaling = nullptr;
+};
+
+BenchParts add_bench_options(CLI::App& app, BenchOptions& o);
+// --quick: small everything, unless the flag was given explicitly.
+void apply_quick(BenchOptions& o, const CLI::App& app);
+void validate(const BenchOptions& o);
+
+}  // namespace workbook::multi_gpu
