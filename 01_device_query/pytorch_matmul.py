@@ -20,8 +20,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, device_index, integer, size, size_list, write_json  # noqa: E402  (cli.h's rules)
-from torch_cuda import cuda_device_problem, time_on_stream  # noqa: E402  (the GPU check; events, as event_timer.h)
+from workbook_cli import Parser, device_index, finish, integer, report_stream, size, size_list  # noqa: E402  (cli.h's rules)
+from torch_cuda import time_on_stream, use_cuda_device  # noqa: E402  (the GPU check; events, as event_timer.h)
 
 torch = needs("torch")
 
@@ -164,12 +164,8 @@ def main():
     p.require_at_least("--axpy-elements", args.axpy_elements, 1)
     p.require_at_most("--axpy-elements", args.axpy_elements, 2_000_000_000)
     require("torch")
-    code = cuda_device_problem("pytorch_matmul", args.device)
-    if code is not None:
-        return code
-    dev = torch.device("cuda", args.device)
-    torch.cuda.set_device(dev)
-    sys.stdout = sys.stderr if args.json == "-" else sys.stdout  # keep stdout for the JSON object
+    dev = use_cuda_device("pytorch_matmul", args.device)
+    sys.stdout = report_stream(args.json)  # keep stdout for the JSON object under --json -
     props = torch.cuda.get_device_properties(dev)
     tensor_cores = props.major >= 8
     print(f"device {args.device}: {props.name} ({props.multi_processor_count} SMs, cc {props.major}.{props.minor}), "
@@ -185,11 +181,8 @@ def main():
     report = {"program": "pytorch_matmul", "torch_version": torch.__version__, "quick": quick, "sizes": args.sizes,
               "device": {"index": args.device, "name": props.name, "compute_capability": f"{props.major}.{props.minor}",
                          "multiprocessors": props.multi_processor_count},
-              "copy_gbps": ceiling, "rows": rows, "passed": not failures, "failures": failures}
-    if args.json:
-        write_json(args.json, report)
-    print("PASS" if not failures else f"FAIL: {failures[0]}")
-    return 0 if not failures else 1
+              "copy_gbps": ceiling, "rows": rows}
+    return finish(report, failures, args.json)
 
 
 if __name__ == "__main__":

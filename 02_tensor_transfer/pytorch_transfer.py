@@ -19,8 +19,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, device_index, write_json  # noqa: E402  (cli.h's flag rules)
-from torch_cuda import cuda_device_problem, time_on_stream  # noqa: E402  (the GPU check; events, as event_timer.h)
+from workbook_cli import Parser, device_index, finish, report_stream  # noqa: E402  (cli.h's flag rules)
+from torch_cuda import time_on_stream, use_cuda_device  # noqa: E402  (the GPU check; events, as event_timer.h)
 
 torch = needs("torch")
 
@@ -332,13 +332,8 @@ def main():
     parser.add_argument("--quick", action="store_true", help="up to 64 MiB, few repeats")
     args = parser.parse_args()
     require("torch")
-    code = cuda_device_problem("pytorch_transfer", args.device)
-    if code is not None:
-        return code
-    dev = torch.device("cuda", args.device)
-    torch.cuda.set_device(dev)
-    out = sys.stderr if args.json == "-" else sys.stdout
-    sys.stdout = out  # keep stdout for the JSON object when --json goes there
+    dev = use_cuda_device("pytorch_transfer", args.device)
+    sys.stdout = report_stream(args.json)  # keep stdout for the JSON object under --json -
     report = {"device": {"index": args.device, "name": torch.cuda.get_device_name(dev)}, "quick": args.quick}
     failures = []
     print(f"device {args.device}: {report['device']['name']} (PyTorch {torch.__version__})"
@@ -357,11 +352,8 @@ def main():
           f"memory_reserved {m['memory_reserved_bytes'] / MiB:.0f} MiB; free at the end {free_after / GiB:.2f} GiB "
           "(the caching allocator keeps what it reserved)")
     m.update(total_bytes=total, free_before_bytes=free_before, free_after_free_bytes=free_after)
-    report.update(program="pytorch_transfer", passed=not failures, failures=failures)
-    if args.json:
-        write_json(args.json, report)
-    print("PASS" if not failures else f"FAIL: {failures[0]}")
-    return 0 if not failures else 1
+    report["program"] = "pytorch_transfer"
+    return finish(report, failures, args.json)
 
 
 if __name__ == "__main__":

@@ -23,8 +23,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, device_index, int_list, integer, size, write_json  # noqa: E402  (cli.h's flag rules)
-from torch_cuda import cuda_device_problem  # noqa: E402  (no GPU: 77; no such --device: 2)
+from workbook_cli import Parser, device_index, finish, int_list, integer, report_stream, size  # noqa: E402  (cli.h's flag rules)
+from torch_cuda import use_cuda_device  # noqa: E402  (no GPU: 77; no such --device: 2)
 
 np = needs("numpy")
 torch = needs("torch")
@@ -222,12 +222,9 @@ def reference(b, h_out, sample):
 def main():
     a = parse_args()
     require("numpy", "torch")
-    code = cuda_device_problem("pytorch_streams", a.device)
-    if code is not None:
-        return code
-    torch.cuda.set_device(a.device)
+    use_cuda_device("pytorch_streams", a.device)
     warmup = 1 if a.quick else 3
-    log = sys.stderr if a.json == "-" else sys.stdout
+    log = report_stream(a.json)
     out = {"program": "pytorch_streams", "device": torch.cuda.get_device_name(a.device)}
     engines = copy_engine_count(a.device)
     out["async_engine_count"] = engines
@@ -463,12 +460,7 @@ def main():
     if not out["default_stream"][1]["waited"]:
         failures.append("the default stream did not wait for a side stream after wait_stream")
 
-    out["passed"] = not failures
-    out["failures"] = failures
-    if a.json:
-        write_json(a.json, out)
-    print("PASS" if not failures else "FAIL: " + failures[0], file=log)
-    return 0 if not failures else 1
+    return finish(out, failures, a.json)
 
 
 if __name__ == "__main__":

@@ -29,8 +29,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, device_index, integer, number, size, write_json  # noqa: E402  (cli.h's flag rules)
-from torch_cuda import cuda_device_problem  # noqa: E402  (no GPU: 77; no such --device: 2)
+from workbook_cli import Parser, device_index, finish, integer, number, report_stream, size  # noqa: E402  (cli.h's flag rules)
+from torch_cuda import use_cuda_device  # noqa: E402  (no GPU: 77; no such --device: 2)
 from regression_torch import article_model, batch_order, make_data  # noqa: E402  (shared with 05: the data, the batch order)
 
 np = needs("numpy")
@@ -300,12 +300,8 @@ def main():
     args = parse_args()
     require("torch")
     require("numpy")
-    code = cuda_device_problem("pytorch_minibatch", args.device)
-    if code is not None:
-        return code
-    device = torch.device("cuda", args.device)
-    torch.cuda.set_device(device)
-    log = sys.stderr if args.json == "-" else sys.stdout
+    device = use_cuda_device("pytorch_minibatch", args.device)
+    log = report_stream(args.json)
     name = torch.cuda.get_device_name(device)
     print(f"pytorch_minibatch: torch {torch.__version__}, {args.points} points ({args.train_points} train), "
           f"{args.epochs} epochs, lr {args.lr}, on {device} ({name})", file=log)
@@ -314,11 +310,8 @@ def main():
            "torch_version": torch.__version__, "points": args.points, "train_points": args.train_points,
            "epochs": args.epochs, "lr": args.lr, "seed": args.seed, "batch_size": args.batch_size,
            "shuffle": args.shuffle, "num_workers": args.num_workers, "repeats": args.repeats,
-           "minibatch": rows, "passed": not failures, "failures": failures}
-    if args.json:
-        write_json(args.json, out)
-    print("PASS" if not failures else f"FAIL: {failures[0]}", file=log)
-    return 0 if not failures else 1
+           "minibatch": rows}
+    return finish(out, failures, args.json)
 
 
 if __name__ == "__main__":

@@ -27,8 +27,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, device_name, integer, number, size, write_json  # noqa: E402  (cli.h's flag rules)
-from torch_cuda import cuda_device_problem  # noqa: E402  (no GPU: 77; no such --device: 2)
+from workbook_cli import Parser, device_name, finish, integer, number, report_stream, size  # noqa: E402  (cli.h's flag rules)
+from torch_cuda import use_cuda_device  # noqa: E402  (no GPU: 77; no such --device: 2)
 from regression_torch import make_data, train  # noqa: E402  (the data, the timer and the eager loop, shared with 05)
 
 torch = needs("torch")
@@ -65,10 +65,9 @@ def main():
     p.require_at_least("--profile-epochs", args.profile_epochs, 1)
     require("torch")
     device = torch.device(args.device)
-    code = cuda_device_problem("pytorch_regression", device.index or 0) if device.type == "cuda" else None
-    if code is not None:
-        return code
-    log = sys.stderr if args.json == "-" else sys.stdout
+    if device.type == "cuda":
+        use_cuda_device("pytorch_regression", device.index or 0)
+    log = report_stream(args.json)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({torch.get_num_threads()} threads)"
     train_points = args.points // 5 * 4 + args.points % 5 * 4 // 5
     print(f"pytorch_regression: torch {torch.__version__}, {args.points} points ({train_points} train), "
@@ -83,8 +82,7 @@ def main():
     out.update({k: v for k, v in result.items() if k != "training_ms"})
     if result["diverged_at"] is not None:
         print(f"diverged at epoch {result['diverged_at']}", file=log)
-        out.update(passed=False, failures=[f"diverged at epoch {result['diverged_at']}"])
-        code = 1
+        failures = [f"diverged at epoch {result['diverged_at']}"]
     else:
         warmup = 2 if device.type == "cuda" else 1
         repeats = args.repeats or (2 if args.quick else 10 if device.type == "cuda" else 3)
@@ -96,14 +94,10 @@ def main():
         print("per-epoch time of each step (median over the epochs of the first run):", file=log)
         for row in result["steps"]:
             print(f"  {row['step']:10s}{row['ms']:10.4f} ms", file=log)
-        out.update(passed=True, failures=[])
-        code = 0
+        failures = []
         if args.profile:
             out["profile"] = profile(args, data, device, log)
-    if args.json:
-        write_json(args.json, out)
-    print("PASS" if code == 0 else f"FAIL: diverged at epoch {result['diverged_at']}", file=log)
-    return code
+    return finish(out, failures, args.json)
 
 
 def profile(args, data, device, log):

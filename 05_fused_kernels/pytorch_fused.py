@@ -19,14 +19,14 @@ CSV columns and JSON fields, plus the per-step breakdown of eager at --breakdown
 """
 import argparse
 import csv
-import json
 import os
 import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, integer, name_list, number, size, size_list  # noqa: E402  (cli.h's flag rules)
+from workbook_cli import Parser, finish, integer, name_list, number, size, size_list  # noqa: E402  (cli.h's flag rules)
+from torch_cuda import use_cuda_device  # noqa: E402  (no GPU: 77)
 from regression_torch import Timer, article_model, make_data, train as train_eager  # noqa: E402  (chapter 04's data, timer, eager loop)
 
 torch = needs("torch")
@@ -160,9 +160,7 @@ def main():
     if args.breakdown_points == 1:
         p.fail("--breakdown-points must be 0 (none) or at least 2, got 1")
     require("torch")
-    if not torch.cuda.is_available():
-        print("pytorch_fused needs a CUDA GPU: torch.cuda.is_available() is False", file=sys.stderr)
-        return 77
+    use_cuda_device("pytorch_fused", 0)
     name = torch.cuda.get_device_name()
     ceiling = copy_gbps(64 if args.quick else 1024)
     print(f"pytorch_fused: torch {torch.__version__} on {name}; {args.epochs} epochs, median of {args.repeats} "
@@ -228,18 +226,13 @@ def main():
         out["per_epoch_ms"] = {"eager": steps, "points": args.breakdown_points}
         print("eager per-epoch steps at", args.breakdown_points, "points:",
               ", ".join(f"{k} {v * 1e3:.1f} us" for k, v in steps.items()))
-    out.update(passed=not failures, failures=failures)
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
             w.writeheader()
             for r in rows:
                 w.writerow({k: (int(v) if isinstance(v, bool) else v) for k, v in r.items()})
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=2)
-    print("PASS" if not failures else f"FAIL: {failures[0]}")
-    return 0 if not failures else 1
+    return finish(out, failures, args.json)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, integer, size, write_json  # noqa: E402  (cli.h's flag rules)
+from workbook_cli import Parser, finish, integer, report_stream, size  # noqa: E402  (cli.h's flag rules)
 from regression_torch import article_model, make_data  # noqa: E402  (chapter 04's data, first 80% train)
 
 torch = needs("torch")
@@ -105,7 +105,7 @@ def main():
     if gpus > available:
         print(f"error: --gpus {gpus}: this machine has {available} GPU(s)", file=sys.stderr)
         return 2
-    log = sys.stderr if args.json == "-" else sys.stdout
+    log = report_stream(args.json)
     print(f"pytorch_data_parallel: torch {torch.__version__}, {args.points} points, {args.epochs} epochs, "
           f"{gpus} x {torch.cuda.get_device_name(0)}", file=log)
     gpu0 = torch.device("cuda", 0)
@@ -137,16 +137,14 @@ def main():
           "synchronized after each stage):", file=log)
     for name, us in stage_us.items():
         print(f"  {name:26s}{us:10.1f} us", file=log)
-    print("PASS" if not failures else "FAIL: " + "; ".join(failures), file=log)
-    if args.json:
-        write_json(args.json, {
-            "program": "pytorch_data_parallel", "torch_version": torch.__version__, "gpus": gpus,
-            "device_name": torch.cuda.get_device_name(0), "points": args.points, "epochs": args.epochs,
-            "repeats": args.repeats,
-            "runs": [{"run": "single", "gpus": 1, "us_per_epoch": 1e3 * single["ms"] / args.epochs, **single},
-                     {"run": "data_parallel", "gpus": gpus, "us_per_epoch": 1e3 * spread["ms"] / args.epochs, **spread}],
-            "stages_us": stage_us, "passed": not failures, "failures": failures})
-    return 0 if not failures else 1
+    report = {"program": "pytorch_data_parallel", "torch_version": torch.__version__, "gpus": gpus,
+              "device_name": torch.cuda.get_device_name(0), "points": args.points, "epochs": args.epochs,
+              "repeats": args.repeats,
+              "runs": [{"run": "single", "gpus": 1, "us_per_epoch": 1e3 * single["ms"] / args.epochs, **single},
+                       {"run": "data_parallel", "gpus": gpus, "us_per_epoch": 1e3 * spread["ms"] / args.epochs,
+                        **spread}],
+              "stages_us": stage_us}
+    return finish(report, failures, args.json)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,14 @@
 """torch_cuda.py: what the chapter scripts ask of CUDA through PyTorch, written once.
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-    from torch_cuda import cuda_device_problem, time_on_stream
-    code = cuda_device_problem("pytorch_matmul", args.device)   # after require("torch")
-    if code is not None:
-        return code                                             # 77: no usable GPU; 2: no such index
+    from torch_cuda import cuda_device_problem, use_cuda_device, time_on_stream
+    device = use_cuda_device("pytorch_matmul", args.device)     # after require("torch"); made current
     ms = time_on_stream(lambda: y.add_(x, alpha=0.5), warmup=3, timed=20)   # one time per repeat, in ms
 
 cuda_device_problem answers as the C++ programs do: without a usable GPU, one line saying why and
 exit code 77; a --device index that does not exist, one line naming how many there are and exit 2.
+use_cuda_device is the usual start of a script: that check, the script ending with its code when it
+fails, and otherwise the device made current (torch.cuda.set_device, as cudaSetDevice).
 
 time_on_stream is common/event_timer.h's: every repeat is queued between its own pair of events on
 the current stream, then one wait for all of them. The times are the GPU's, and a repeat that the
@@ -31,6 +31,17 @@ def cuda_device_problem(script, index):
               f"{torch.cuda.device_count()} device(s)", file=sys.stderr)
         return 2
     return None
+
+
+def use_cuda_device(script, index):
+    """torch.device("cuda", index), made current; ends the script (SystemExit) with
+    cuda_device_problem's code when that GPU cannot be used."""
+    code = cuda_device_problem(script, index)
+    if code is not None:
+        raise SystemExit(code)
+    device = torch.device("cuda", index)
+    torch.cuda.set_device(device)
+    return device
 
 
 def time_on_stream(work, warmup, timed):

@@ -223,6 +223,22 @@ def device_name(text):
     return parse_device(text, cpu=True)
 
 
+def report_stream(json_target):
+    """Where a script prints its report: stderr when `--json -` keeps stdout for the JSON object."""
+    return sys.stderr if json_target == "-" else sys.stdout
+
+
+def finish(report, failures, json_target):
+    """How every script ends, as the C++ programs do: `passed` and `failures` added to the report,
+    the report written where --json says (nowhere without it), then PASS or the first failure on
+    the report stream, and the exit code: 0 PASS, 1 FAIL."""
+    report.update(passed=not failures, failures=failures)
+    if json_target:
+        write_json(json_target, report)
+    print("PASS" if not failures else f"FAIL: {failures[0]}", file=report_stream(json_target))
+    return 0 if not failures else 1
+
+
 def write_json(target, result):
     """--json [FILE] as the C++ programs take it: the results to FILE, or to stdout for "-" (the
     script then prints its report on stderr, so that stdout is the JSON alone)."""
