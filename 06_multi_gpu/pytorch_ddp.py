@@ -33,6 +33,7 @@ import json
 import os
 import statistics
 import sys
+import warnings
 
 # NVLink multicast (NVLS) stays off in every process, as in the C++ program (launcher.cpp says why);
 # it must be set before torch loads NCCL.
@@ -109,9 +110,13 @@ def time_graphed(exchange, repeats):
                 exchange()
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(EXCHANGE_ITERATIONS):
-                exchange()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with torch.cuda.graph(graph):
+                for _ in range(EXCHANGE_ITERATIONS):
+                    exchange()
+        if any("empty" in str(w.message) for w in caught):  # one rank: NCCL queues no GPU work at all
+            why_not = "the graph is empty: this exchange queued no GPU work to capture"
     except RuntimeError as e:
         why_not = " ".join(str(e).split())[:200]
     captured = torch.tensor([0 if why_not else 1], dtype=torch.int32, device=torch.cuda.current_device())
