@@ -231,7 +231,10 @@ struct LaunchOutcome {
   nlohmann::json rank0;  // rank 0's JSON, or null
 };
 
-LaunchOutcome launch_ddp(const Options& o, const regression::Config& c, int nproc, std::ostream& log) {
+// `reports`: the sweeps (scaling, exchange) read rank 0's JSON and print a row, so they discard the
+// ranks' reports; a single `ddp --nproc N` shows them.
+LaunchOutcome launch_ddp(const Options& o, const regression::Config& c, int nproc, std::ostream& log,
+                         WorkerReports reports = WorkerReports::to_stderr) {
   char pattern[] = "/tmp/multi_gpu_ddp_XXXXXX";
   const int fd = mkstemp(pattern);
   if (fd < 0) throw std::runtime_error("cannot create a temporary file in /tmp");
@@ -242,7 +245,8 @@ LaunchOutcome launch_ddp(const Options& o, const regression::Config& c, int npro
   NCCL_CHECK(ncclGetUniqueId(&id));  // this process hosts the bootstrap root until the ranks are done
   LaunchOutcome r;
   r.launch = launch_workers(lesson_program(), worker_arguments(o, c, json_path), nproc, encode_unique_id(id),
-                            LaunchBounds{o.timeout_s, launch_bound_s(o)}, log, Fault{o.fail_rank, o.fail_epoch});
+                            LaunchBounds{o.timeout_s, launch_bound_s(o)}, log, Fault{o.fail_rank, o.fail_epoch},
+                            reports);
   std::ifstream file(json_path);
   if (file && file.peek() != std::ifstream::traits_type::eof()) {
     try {
@@ -253,6 +257,16 @@ LaunchOutcome launch_ddp(const Options& o, const regression::Config& c, int npro
   }
   std::remove(json_path.c_str());
   return r;
+}
+
+// Why a sweep's launch did not pass, after ": " (empty when it passed): the launcher's log when a
+// rank failed, else the first failure rank 0 reported (the ranks' own reports were discarded).
+std::string launch_failure(const LaunchOutcome& r, const std::ostringstream& log) {
+  if (!r.launch.ok()) return ": " + log.str();
+  if (!r.rank0.is_object()) return ": rank 0 wrote no report";
+  if (r.rank0.value("passed", false)) return "";
+  const auto f = r.rank0.find("failures");
+  return f != r.rank0.end() && f->is_array() && !f->empty() ? ": " + f->front().get<std::string>() : ": rank 0 failed";
 }
 
 // Returns the signal that stopped the launch (rank_environment.h), 0 if none.
@@ -359,14 +373,14 @@ int run_scaling(const Options& o, const std::vector<int>& devices, Report& repor
       const std::int64_t points = k.kind == "strong" ? k.per_gpu_or_total : k.per_gpu_or_total * n;
       const regression::Config c = training_config(o, points);
       std::ostringstream log;
-      const LaunchOutcome r = launch_ddp(quiet, c, n, log);
+      const LaunchOutcome r = launch_ddp(quiet, c, n, log, WorkerReports::discarded);
       if (r.launch.stop_signal != 0) {
         report.check(false, "scaling: stopped by signal " + std::to_string(r.launch.stop_signal));
         return r.launch.stop_signal;
       }
       const bool ok = r.launch.ok() && r.rank0.is_object() && r.rank0.value("passed", false);
       report.check(ok, "scaling: " + k.kind + " " + std::to_string(points) + " points on " + std::to_string(n) +
-                           " GPUs failed" + (r.launch.ok() ? "" : ": " + log.str()));
+                           " GPUs failed" + launch_failure(r, log));
       const double us = slowest_epoch_us(r.rank0);
       const double compute_us = ok ? compute_alone_us(c, n, o.common.device, o.repeats) : 0.0;
       if (n == counts.front()) t1 = counts.front() == 1 ? us : 0.0;
@@ -437,7 +451,7 @@ int run_exchange_epochs(const Options& o, const std::vector<int>& devices, const
         for (const char* mode : {"dp", "ddp"}) {
           double epoch_us = 0.0;
           bool ok = false;
-          std::string used = exchange_name(kind);
+          std::string used = exchange_name(kind), why;
           if (std::string(mode) == "dp") {
             const ParallelRun run = train_data_parallel(make_problem(c), sub, o.repeats, {kind, o.timeout_s});
             epoch_us = run.slowest().epoch_us;
@@ -449,12 +463,13 @@ int run_exchange_epochs(const Options& o, const std::vector<int>& devices, const
             q.fail_rank = q.fail_epoch = -1;
             q.reference_max = 0;  // checked against one GPU, as the scaling runs
             std::ostringstream log;
-            const LaunchOutcome r = launch_ddp(q, c, n, log);
+            const LaunchOutcome r = launch_ddp(q, c, n, log, WorkerReports::discarded);
             if (r.launch.stop_signal != 0) {
               report.check(false, "exchange: stopped by signal " + std::to_string(r.launch.stop_signal));
               return r.launch.stop_signal;
             }
             ok = r.launch.ok() && r.rank0.is_object() && r.rank0.value("passed", false);
+            why = launch_failure(r, log);
             epoch_us = slowest_epoch_us(r.rank0);
             if (r.rank0.is_object() && r.rank0.contains("exchange")) used = r.rank0["exchange"].value("used", used);
           }
@@ -463,7 +478,7 @@ int run_exchange_epochs(const Options& o, const std::vector<int>& devices, const
               << fixed(epoch_us, 2) << std::setw(12) << fixed(compute_us, 2) << std::setw(13)
               << fixed(epoch_us - compute_us, 2) << std::setw(9) << (ok ? "ok" : "FAILED") << "\n" << std::flush;
           report.check(ok, std::string("exchange: ") + mode + " --exchange " + exchange_name(kind) + " at " +
-                               std::to_string(points) + " points on " + std::to_string(n) + " GPUs failed");
+                               std::to_string(points) + " points on " + std::to_string(n) + " GPUs failed" + why);
           rows.push_back({{"points", points}, {"gpus", n}, {"mode", mode}, {"exchange", exchange_name(kind)},
                           {"used", used}, {"us_per_epoch", epoch_us}, {"compute_us", compute_us},
                           {"exchange_us", epoch_us - compute_us}, {"passed", ok}});

@@ -207,7 +207,8 @@ std::string describe_failure(const LaunchResult& r) {
 }
 
 LaunchResult launch_workers(const std::string& program, const std::vector<std::string>& args, int nproc,
-                            const std::string& nccl_id_hex, LaunchBounds bounds, std::ostream& log, Fault fault) {
+                            const std::string& nccl_id_hex, LaunchBounds bounds, std::ostream& log, Fault fault,
+                            WorkerReports reports) {
   using Clock = std::chrono::steady_clock;
   struct Child {
     pid_t pid = -1;
@@ -253,7 +254,7 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
       if (rank == fault.rank) id.fail_epoch = fault.epoch;
       // Everything the child needs is built before fork(): after it, the child only calls
       // async-signal-safe functions (prctl, getppid, sigaction, sigprocmask, dup2, close_range/fcntl,
-      // execve, _exit).
+      // execve, _exit, open).
       std::vector<std::string> env = worker_environment(parent_env, id);
       std::vector<std::string> argv_strings{program};
       argv_strings.insert(argv_strings.end(), args.begin(), args.end());
@@ -269,9 +270,10 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
         prctl(PR_SET_PDEATHSIG, SIGKILL);  // a worker never outlives its launcher
         if (getppid() != launcher) _exit(127);
         stop_signals.reset_in_child();
-        // The worker's report goes to stderr: the launcher's stdout carries only the launcher's
-        // own report (or its one JSON object with --json).
-        if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0) _exit(127);
+        // The worker's report goes to stderr (the launcher's stdout carries only the launcher's
+        // own report, or its one JSON object with --json), or to /dev/null.
+        const int report_fd = reports == WorkerReports::discarded ? open("/dev/null", O_WRONLY) : STDERR_FILENO;
+        if (report_fd < 0 || dup2(report_fd, STDOUT_FILENO) < 0) _exit(127);
         close_inherited_on_exec(max_fd);
         fcntl(pipe_fds[0], F_SETFD, 0);  // of the inherited descriptors, only its two pipe ends survive execve
         fcntl(beat_fds[1], F_SETFD, 0);

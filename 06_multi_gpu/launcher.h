@@ -84,7 +84,7 @@ std::string describe_failure(const LaunchResult& r);
 
 // Starts `nproc` copies of `program` with `args` (argv[1..]), rank r with the identity of rank r
 // of nproc, each with its stdout sent to the launcher's stderr (the launcher's stdout stays its
-// own: a report, or one JSON object). Waits for all. After the first failure, writes "rank R
+// own: a report, or one JSON object), or discarded (`reports`). Waits for all. After the first failure, writes "rank R
 // failed: <how>" to every other worker's control pipe, waits at most `bounds.after_failure_s`
 // more, then SIGKILLs those still running. Whatever happens, every rank still running
 // `bounds.whole_run_s` after the launch is killed and the result is timed_out. SIGPIPE is ignored
@@ -100,7 +100,11 @@ struct Fault {
   int rank = -1;
   int epoch = -1;
 };
+// Where each worker's report (its stdout) goes: to the launcher's stderr, or nowhere, for a sweep
+// that reads the ranks' JSON and prints one row per launch. A worker's errors (its stderr) always show.
+enum class WorkerReports { to_stderr, discarded };
 LaunchResult launch_workers(const std::string& program, const std::vector<std::string>& args, int nproc,
-                            const std::string& nccl_id_hex, LaunchBounds bounds, std::ostream& log, Fault fault = {});
+                            const std::string& nccl_id_hex, LaunchBounds bounds, std::ostream& log, Fault fault = {},
+                            WorkerReports reports = WorkerReports::to_stderr);
 
 }  // namespace workbook::multi_gpu

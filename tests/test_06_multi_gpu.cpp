@@ -271,6 +271,23 @@ TEST_CASE("launcher: the first failed rank is named, the others are told, stragg
   CHECK_FALSE(fine.timed_out);
 }
 
+TEST_CASE("launcher: a worker's report goes to the launcher's stderr, or to /dev/null for a sweep") {
+  // Each /bin/sh worker compares its stdout with the launcher's stderr (or /dev/null), by the file
+  // each descriptor is open on, and exits 0 when they match: the launcher's stdout is never used.
+  std::ostringstream log;
+  const std::string same_as_launcher_stderr = "[ \"$(readlink /proc/$$/fd/1)\" = \"$(readlink /proc/$PPID/fd/2)\" ]";
+  const LaunchResult shown = launch_workers("/bin/sh", {"-c", same_as_launcher_stderr}, 2, "00", {1.0, 60.0}, log);
+  CAPTURE(log.str());
+  CHECK(shown.ok());
+  const LaunchResult discarded = launch_workers("/bin/sh", {"-c", "[ \"$(readlink /proc/$$/fd/1)\" = /dev/null ]"}, 2,
+                                                "00", {1.0, 60.0}, log, Fault{}, WorkerReports::discarded);
+  CHECK(discarded.ok());
+  // and the workers' stderr is still the launcher's
+  const LaunchResult errors = launch_workers("/bin/sh", {"-c", "[ \"$(readlink /proc/$$/fd/2)\" = \"$(readlink /proc/$PPID/fd/2)\" ]"},
+                                             1, "00", {1.0, 60.0}, log, Fault{}, WorkerReports::discarded);
+  CHECK(errors.ok());
+}
+
 TEST_CASE("launcher: several ranks failing together do not kill it with SIGPIPE") {
   // Every rank exits 1 at once: when the launcher reaps the first, the others have exited but are
   // not reaped yet, so its message goes to pipes with no reader. Without SIGPIPE ignored, that
