@@ -381,7 +381,7 @@ void FusedTraining::epoch(Variant v, int epoch) {
 // Variant 5: variant 4's launches for every epoch, captured once into one graph.
 void FusedTraining::capture_graph() {
   NvtxRange range("capture graph");
-  const CapturingLaunches capturing;  // a debug build's per-launch sync would break the capture
+  const UnsyncedLaunches capturing;  // a debug build's per-launch sync would break the capture
   CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
   for (int e = 0; e < config_.epochs; ++e) last_block_epoch(e);
   CUDA_CHECK(cudaStreamEndCapture(stream_, &graph_));

@@ -55,7 +55,7 @@ int FusedTraining::kernels_per_epoch(Variant v) {
   if (v == Variant::kGraph || v == Variant::kPersistent || v == Variant::kOnChip) return 0;
   for (int k = 0; k < kStreamCount; ++k) side_stream(k);  // made before the capture, not in it
   cudaGraph_t graph = nullptr;
-  const CapturingLaunches capturing;  // a debug build's per-launch sync would break the capture
+  const UnsyncedLaunches capturing;  // a debug build's per-launch sync would break the capture
   CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
   try {
     epoch(v, 0);  // recorded, not run: nothing on the GPU changes

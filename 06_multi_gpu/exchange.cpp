@@ -31,7 +31,6 @@ std::optional<std::string> exchange_failure(const ExchangeSignals& signals, int 
   std::atomic_thread_fence(std::memory_order_acquire);  // the GPU wrote rank and sequence before code
   const int rank = s.rank;
   const unsigned sequence = s.sequence;
-  const unsigned per_run = epochs_per_run > 0 ? static_cast<unsigned>(epochs_per_run) : 1u;
   const unsigned index = sequence > 0 ? sequence - 1 : 0;
   std::ostringstream line;
   line << "the one-shot exchange ";
@@ -40,7 +39,12 @@ std::optional<std::string> exchange_failure(const ExchangeSignals& signals, int 
   } else {
     line << "gave up after " << timeout_s << " s waiting for rank " << rank << "'s sums";
   }
-  line << " of epoch " << index % per_run << " (run " << index / per_run << ")";
+  if (epochs_per_run > 0) {
+    const auto per_run = static_cast<unsigned>(epochs_per_run);
+    line << " of epoch " << index % per_run << " (run " << index / per_run << ")";
+  } else {
+    line << " of exchange " << sequence;
+  }
   if (code != kExchangeAborted) line << ": rank " << rank << " died or hangs";
   return line.str();
 }

@@ -47,7 +47,9 @@ inline constexpr unsigned kExchangeAborted = 2;
 // nullopt while `code` is 0; else one line naming the rank and the epoch (exchange s is epoch
 // (s - 1) % epochs_per_run of run (s - 1) / epochs_per_run, the warm-up run being run 0), e.g.
 // "the one-shot exchange gave up after 20 s waiting for rank 1's sums of epoch 5 (run 0): rank 1
-// died or hangs". Reads `signals` through volatile loads (the GPU may write it meanwhile).
+// died or hangs". With epochs_per_run 0 (the bench's exchanges outside training) it names the
+// exchange instead: "... rank 1's sums of exchange 7: ...". Reads `signals` through volatile loads
+// (the GPU may write it meanwhile).
 std::optional<std::string> exchange_failure(const ExchangeSignals& signals, int epochs_per_run, double timeout_s);
 
 }  // namespace workbook::multi_gpu

@@ -96,7 +96,8 @@ class OneShotMailbox {
   void inject_fault_from(const Watch& watch);
   void before_publish();
 
-  // One line when a wait gave up (see exchange_failure), nullopt otherwise. Safe at any time.
+  // One line when a wait gave up (see exchange_failure; epochs_per_run 0: outside training),
+  // nullopt otherwise. Safe at any time.
   std::optional<std::string> failure(int epochs_per_run) const;
   // Makes every wait on this mailbox return within microseconds; never throws.
   void abort() noexcept;

@@ -35,17 +35,20 @@ inline constexpr bool kSyncAfterLaunch = true;
 inline constexpr bool kSyncAfterLaunch = false;
 #endif
 
-// While this thread captures a stream into a CUDA graph, a launch is recorded, not run: there is
-// nothing to wait for, and a cudaDeviceSynchronize would invalidate the capture. A capture site
-// holds a CapturingLaunches for the capture's length, so that WORKBOOK_SYNC_LAUNCHES skips it.
-inline thread_local int capturing_launches = 0;
+// Two kinds of launch must not be waited for one by one. While this thread captures a stream into
+// a CUDA graph, a launch is recorded, not run: there is nothing to wait for, and a
+// cudaDeviceSynchronize would invalidate the capture. And work queued behind a latch (a kernel
+// that holds the stream until the host raises a flag after queuing everything) would wait for a
+// host that is itself waiting. Such a site holds an UnsyncedLaunches for its length, so that
+// WORKBOOK_SYNC_LAUNCHES skips those launches.
+inline thread_local int unsynced_launches = 0;
 
-class CapturingLaunches {
+class UnsyncedLaunches {
  public:
-  CapturingLaunches() { ++capturing_launches; }
-  ~CapturingLaunches() { --capturing_launches; }
-  CapturingLaunches(const CapturingLaunches&) = delete;
-  CapturingLaunches& operator=(const CapturingLaunches&) = delete;
+  UnsyncedLaunches() { ++unsynced_launches; }
+  ~UnsyncedLaunches() { --unsynced_launches; }
+  UnsyncedLaunches(const UnsyncedLaunches&) = delete;
+  UnsyncedLaunches& operator=(const UnsyncedLaunches&) = delete;
 };
 
 }  // namespace workbook
@@ -61,12 +64,12 @@ class CapturingLaunches {
 // cudaGetLastError returns (and clears) a launch-configuration error such as too many threads
 // per block; a fault while the kernel runs shows up only at a later synchronizing call, unless
 // WORKBOOK_SYNC_LAUNCHES makes every launch synchronize so that the fault names its launch
-// (every launch that runs: one being captured into a graph is not synchronized, see above).
+// (every launch but those under an UnsyncedLaunches, see above).
 #define CUDA_CHECK_LAUNCH()                                   \
   do {                                                        \
     CUDA_CHECK(cudaGetLastError());                           \
     if constexpr (::workbook::kSyncAfterLaunch) {             \
-      if (::workbook::capturing_launches == 0) {              \
+      if (::workbook::unsynced_launches == 0) {               \
         CUDA_CHECK(cudaDeviceSynchronize());                  \
       }                                                       \
     }                                                         \
