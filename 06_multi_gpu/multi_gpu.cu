@@ -34,6 +34,7 @@
 
 #include <algorithm>
 #include <future>
+#include <thread>
 #include <iomanip>
 #include <memory>
 
@@ -406,9 +407,16 @@ struct Options {
 };
 
 // The float64 reference on a host thread while the GPUs train, when the problem is small enough.
+// Not std::async: its future waits for the thread in its destructor, so a rank whose peer died
+// would finish the whole reference (seconds at 20M points) before it could leave. A detached
+// thread's future does not wait; a failed rank's process exit ends the thread.
 std::future<regression::TrainingResult> start_reference(const regression::Config& c, std::int64_t reference_max) {
   if (c.points > reference_max) return {};
-  return std::async(std::launch::async, [c] { return regression::train_reference(regression::make_dataset_cpu(c), c); });
+  std::packaged_task<regression::TrainingResult()> task(
+      [c] { return regression::train_reference(regression::make_dataset_cpu(c), c); });
+  std::future<regression::TrainingResult> result = task.get_future();
+  std::thread(std::move(task)).detach();
+  return result;
 }
 
 std::string errors(const regression::Check& c) {

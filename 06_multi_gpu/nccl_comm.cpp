@@ -2,8 +2,12 @@
 #include "nccl_comm.h"
 
 #include "cuda_check.h"
+#include "exit_codes.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <thread>
@@ -22,6 +26,23 @@ std::string seconds(double s) {
   std::ostringstream text;
   text << s << " s";
   return text.str();
+}
+
+// The last resort of a rank that has decided to stop. ncclCommAbort stops NCCL's kernels by a flag
+// they poll, but a kernel that never polls it (the symmetric kernels of NCCL before 2.29.7 do
+// not) keeps waiting for the dead peer, and the teardown's next cudaFree waits for that kernel.
+// Nothing on the host can cancel a running kernel; ending the process can. So, as PyTorch's NCCL
+// watchdog does (TORCH_NCCL_ASYNC_ERROR_HANDLING), a thread gives the teardown `grace_s` and then
+// prints why and ends the process. An orderly exit before then ends the thread with it.
+constexpr double kLastResortS = 5.0;
+
+void exit_if_still_here(double grace_s, const std::string& why) {
+  std::thread([grace_s, why] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(grace_s));
+    std::fprintf(stderr, "error: %s; the teardown was still waiting for the GPU after %g s (a kernel that cannot be "
+                 "aborted): exiting\n", why.c_str(), grace_s);
+    std::_Exit(kExitFailure);
+  }).detach();
 }
 
 std::string last_error_text(ncclComm_t comm) {
@@ -97,10 +118,11 @@ void Communicator::watch_exchange(std::function<void()> on_abort, FailureProbe f
 
 void Communicator::check_exchange(const std::string& what, const Watch& watch) {
   if (!exchange_failure_) return;
-  if (auto line = exchange_failure_()) fail(watch.who + ": " + what + ": " + *line);
+  if (auto line = exchange_failure_()) fail(watch, watch.who + ": " + what + ": " + *line);
 }
 
-void Communicator::fail(const std::string& why) {
+void Communicator::fail(const Watch& watch, const std::string& why) {
+  exit_if_still_here(std::min(kLastResortS, 0.5 * watch.timeout_s), why);
   abort();  // stops this rank's NCCL kernels that would otherwise wait for the peer forever
   throw CommunicatorAborted(why + "; communicator aborted");
 }
@@ -123,17 +145,17 @@ ncclResult_t Communicator::async_state(const std::string& what, const Watch& wat
   const ncclResult_t queried = ncclCommGetAsyncError(comm_, &state);
   if (queried != ncclSuccess) state = queried;
   if (state != ncclSuccess && state != ncclInProgress) {
-    fail(watch.who + ": " + what + ": NCCL reports " + ncclGetErrorString(state) + last_error_text(comm_));
+    fail(watch, watch.who + ": " + what + ": NCCL reports " + ncclGetErrorString(state) + last_error_text(comm_));
   }
   return state;
 }
 
 void Communicator::check_stop(const std::string& what, const Watch& watch, Clock::time_point deadline) {
   if (watch.control != nullptr) {
-    if (auto message = watch.control->poll()) fail(watch.who + ": stopping in " + what + ": " + *message);
+    if (auto message = watch.control->poll()) fail(watch, watch.who + ": stopping in " + what + ": " + *message);
   }
   if (Clock::now() > deadline) {
-    fail(watch.who + ": no progress for " + seconds(watch.timeout_s) + " in " + what +
+    fail(watch, watch.who + ": no progress for " + seconds(watch.timeout_s) + " in " + what +
          " (a peer rank failed or hangs)");
   }
 }
@@ -149,7 +171,7 @@ void Communicator::all_reduce_sum(float* buffer, std::size_t count, cudaStream_t
 void Communicator::call(ncclResult_t result, const std::string& what, const Watch& watch) {
   if (result == ncclSuccess) return;
   if (result == ncclInProgress) return wait_ready(what, watch);
-  fail(watch.who + ": " + what + " failed: " + ncclGetErrorString(result) + last_error_text(comm_));
+  fail(watch, watch.who + ": " + what + " failed: " + ncclGetErrorString(result) + last_error_text(comm_));
 }
 
 void Communicator::wait_event(cudaEvent_t event, const std::string& what, const Watch& watch) {

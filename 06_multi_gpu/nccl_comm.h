@@ -96,7 +96,9 @@ class Communicator {
   void watch_exchange(std::function<void()> on_abort, FailureProbe failure);
 
  private:
-  [[noreturn]] void fail(const std::string& why);
+  // Aborts and throws CommunicatorAborted(why); a teardown still stuck on the GPU a few seconds
+  // later ends the process instead, with the same line (a kernel that ignores the abort).
+  [[noreturn]] void fail(const Watch& watch, const std::string& why);
   void wait_ready(const std::string& what, const Watch& watch);
   // The two checks every wait repeats: NCCL's asynchronous state (fails on an error, returns
   // ncclSuccess or ncclInProgress), and the launcher's stop message or the deadline (fails).
