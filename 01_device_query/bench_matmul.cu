@@ -201,8 +201,13 @@ class CublasHandle {
  public:
   explicit CublasHandle(cudaStream_t stream) {
     CUBLAS_CHECK(cublasCreate(&handle_));
-    CUBLAS_CHECK(cublasSetStream(handle_, stream));
-    CUBLAS_CHECK(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH));  // TF32 only where the compute type asks
+    try {  // a constructor that throws runs no destructor: the handle goes here
+      CUBLAS_CHECK(cublasSetStream(handle_, stream));
+      CUBLAS_CHECK(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH));  // TF32 only where the compute type asks
+    } catch (...) {
+      (void)cublasDestroy(handle_);
+      throw;
+    }
   }
   ~CublasHandle() { (void)cublasDestroy(handle_); }
   CublasHandle(const CublasHandle&) = delete;

@@ -186,7 +186,11 @@ class KeepingPool {
     props.location.id = device;
     CUDA_CHECK(cudaMemPoolCreate(&pool_, &props));
     std::uint64_t keep_everything = UINT64_MAX;
-    CUDA_CHECK(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep_everything));
+    const cudaError_t kept = cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep_everything);
+    if (kept != cudaSuccess) {  // a constructor that throws runs no destructor: the pool goes here
+      (void)cudaMemPoolDestroy(pool_);
+      CUDA_CHECK(kept);
+    }
   }
   ~KeepingPool() { (void)cudaMemPoolDestroy(pool_); }
   KeepingPool(const KeepingPool&) = delete;

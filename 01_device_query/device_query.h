@@ -69,12 +69,15 @@ struct ComputePeaks {
   std::optional<double> bf16_tensor_tflops;  // dense, FP32 accumulate
 };
 
-// FP32 lanes per SM by compute capability (7.x and 8.0: 64; 8.6 to 12.x: 128); empty if unknown.
+// FP32 lanes per SM by compute capability (7.0, 7.5 and 8.0: 64; 8.6, 8.7, 8.9, 9.0, 10.x and
+// 12.x: 128); empty for any other.
 std::optional<int> fp32_lanes_per_sm(int major, int minor);
 
 // Dense BF16 tensor-core FLOP per clock per SM with FP32 accumulate (TF32 runs at half of it):
 // 2048 on sm_80, 4096 on sm_90. Empty elsewhere: below 8.0 there is no BF16 or TF32 on tensor
 // cores, and on 8.6 and 8.9 the rate depends on the product (GeForce cards halve FP32 accumulate).
+// Keyed on the compute capability alone: the full-rate A100 and H100/H200; an export part with the
+// same capability and cut tensor rates (the H20 on 9.0) gets the full-rate figure.
 std::optional<int> bf16_tensor_flop_per_clock_per_sm(int major, int minor);
 
 // The peaks of a GPU with `multiprocessors` SMs at `clock_khz` (cudaDevAttrClockRate, the highest

@@ -2,8 +2,9 @@
 // goes to the legacy default stream (stream 0, what PyTorch's current stream is unless you make
 // another), and that stream is special: a kernel on it waits for all earlier work on every
 // blocking stream of the device, and later work on those streams waits for it. A stream made with
-// cudaStreamNonBlocking is exempt, and so is the per-thread default stream (cudaStreamPerThread,
-// or every stream-0 call when compiled with --default-stream per-thread) towards other streams.
+// cudaStreamNonBlocking is exempt. The per-thread default stream (cudaStreamPerThread, or every
+// stream-0 call when compiled with --default-stream per-thread) behaves as an ordinary blocking
+// stream: it does not wait for other streams, but it does wait for the legacy default stream.
 // Each case here launches kernel A on one stream, then kernel B on another, each kernel stamping
 // its start and end from the GPU's nanosecond clock: B waited for A exactly when it started after
 // A ended.

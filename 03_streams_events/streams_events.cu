@@ -156,7 +156,7 @@ Asynchrony measure_asynchrony(long long kernel_ns, int repeats) {
     const cudaError_t query = cudaEventQuery(stop.get());  // is the GPU done yet? (e.query())
     const bool running = query == cudaErrorNotReady;
     if (running) {
-      (void)cudaGetLastError();  // "not ready" is an answer, not an error: clear it (as PyTorch does)
+      (void)cudaGetLastError();  // "not ready" is an answer, not an error; cleared defensively, as PyTorch does
     } else {
       CUDA_CHECK(query);
     }

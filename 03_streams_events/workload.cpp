@@ -14,7 +14,7 @@ namespace streams_events {
 void add_workload_options(CLI::App& app, WorkloadOptions& o) {
   app.add_option("--chunks", o.chunks, "chunks in the batch (default 64; --quick 4)");
   workbook::add_size_option(app, "--chunk-elements", o.chunk_elements,
-                            "floats per chunk, e.g. 1048576 or 1M (default 1048576; --quick 65536)");
+                            "floats per chunk, e.g. 1048576 (4 MiB) or 1M (1,000,000) (default 1048576; --quick 65536)");
   app.add_option("--iterations", o.iterations,
                  "multiply-adds per element in the compute stage; 0 calibrates it so that compute takes as long "
                  "as both copies running at once (default 0; --quick 64)");

@@ -15,6 +15,10 @@ CudaError::CudaError(cudaError_t code, const char* expression, const char* file,
     : std::runtime_error(describe(code, expression, file, line)), code_(code) {}
 
 void throw_cuda_error(cudaError_t code, const char* expression, const char* file, int line) {
+  // A failed call also leaves its error as the thread's "last error" (cudaSetDevice(7) on a
+  // one-GPU machine does): read it here, so that a caller who catches this and goes on is not
+  // told of it again by the next launch's check. A sticky error (a fault inside a kernel) stays.
+  (void)cudaGetLastError();
   throw CudaError(code, expression, file, line);
 }
 
