@@ -1,9 +1,10 @@
 // fused_kernels.cu: chapter 05's lesson. Chapter 04 trained y = w*X + b with one kernel per
-// PyTorch step: seven launches and five passes over memory per epoch. Here the same recurrence
-// is trained eight ways, each a step further: fuse the passes into one, reduce without atomics,
-// let the last block finish the epoch, capture the epochs in a CUDA graph, split over streams as
-// the article does, run every epoch in one launch on a thread-block cluster, and finally run every
-// epoch in one launch on every SM with the training set held on chip (persistent_kernels.cu).
+// PyTorch step: six launches per epoch, three of them kernels over the whole training set (seven
+// full-array reads or writes). Here the same recurrence is trained eight ways, each a step
+// further: fuse the passes into one, reduce without atomics, let the last block finish the epoch,
+// capture the epochs in a CUDA graph, split over streams as the article does, run every epoch in
+// one launch on a thread-block cluster, and finally run every epoch in one launch on every SM with
+// the training set held on chip (persistent_kernels.cu).
 // Read it beside "Phase 3: Performance Comparison for PyTorch and CUDA" (the custom kernels).
 //
 //   fused_kernels                    # 5M points, 200 epochs: check every variant, then time it
@@ -383,7 +384,14 @@ void FusedTraining::capture_graph() {
   NvtxRange range("capture graph");
   const UnsyncedLaunches capturing;  // a debug build's per-launch sync would break the capture
   CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-  for (int e = 0; e < config_.epochs; ++e) last_block_epoch(e);
+  try {
+    for (int e = 0; e < config_.epochs; ++e) last_block_epoch(e);
+  } catch (...) {
+    cudaGraph_t partial = nullptr;
+    (void)cudaStreamEndCapture(stream_, &partial);  // leave the stream usable, then report the first error
+    if (partial != nullptr) (void)cudaGraphDestroy(partial);
+    throw;
+  }
   CUDA_CHECK(cudaStreamEndCapture(stream_, &graph_));
   CUDA_CHECK(cudaGraphInstantiate(&graph_exec_, graph_, 0));
   CUDA_CHECK(cudaGraphUpload(graph_exec_, stream_));

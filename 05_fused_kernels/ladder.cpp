@@ -51,6 +51,7 @@ std::string FusedTraining::skip_reason(Variant v) const {
 }
 
 // Counted by CUDA rather than written down: one epoch captured into a graph, its kernel nodes.
+// Variants 5, 7 and 8 launch nothing per epoch (one graph launch, or one kernel, for them all): 0.
 int FusedTraining::kernels_per_epoch(Variant v) {
   if (v == Variant::kGraph || v == Variant::kPersistent || v == Variant::kOnChip) return 0;
   for (int k = 0; k < kStreamCount; ++k) side_stream(k);  // made before the capture, not in it

@@ -22,14 +22,16 @@
 # defined so that its main() is left out: the bench and the tests link its kernels from there.
 
 # Compile policy shared by the chapters, common/ and tests/: C++17 and CUDA 17, warnings as errors
-# in host and device code, and line information so that profilers and compute-sanitizer can name
-# source lines.
+# in host and device code, line information so that profilers and compute-sanitizer can name
+# source lines, and host arithmetic that is never fused: the CPU twins must round as the kernels
+# do (a*b + c as two roundings where the kernel writes two), and g++ contracts a*b + c into one
+# FMA by default wherever the target has one (aarch64 always; x86-64 with -march=haswell or newer).
 add_library(workbook_policy INTERFACE)
 add_library(workbook::policy ALIAS workbook_policy)
 target_compile_features(workbook_policy INTERFACE cxx_std_17 cuda_std_17)
 target_compile_options(workbook_policy INTERFACE
-    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wshadow -Werror>
-    $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -Xcompiler=-Wall,-Wextra,-Wshadow,-Werror -lineinfo>)
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wshadow -Werror -ffp-contract=off>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -Xcompiler=-Wall,-Wextra,-Wshadow,-Werror,-ffp-contract=off -lineinfo>)
 if(WORKBOOK_SYNC_LAUNCHES)
   target_compile_definitions(workbook_policy INTERFACE WORKBOOK_SYNC_LAUNCHES=1)
 endif()

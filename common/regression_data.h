@@ -1,5 +1,6 @@
 // regression_data.h: the regression's X and y made on the GPU, as chapters 04, 05 and 06 train on
-// them; make_dataset_cpu (regression_problem.h) is the host twin, equal bit for bit.
+// them; make_dataset_cpu (regression_problem.h) is the host twin, equal bit for bit without noise
+// (with --noise, the tests hold the two within a relative 1e-6).
 //
 //   DeviceBuffer<float> noise = make_noise_on_gpu(config, stream);     // empty when config.noise == 0
 //   launch_make_data(x, y, noise.data(), config.noise, 0, config.points, stream);
@@ -22,7 +23,8 @@ namespace workbook::regression {
 DeviceBuffer<float> make_noise_on_gpu(const Config& config, cudaStream_t stream);
 
 // x[i] = X_{first + i}, y[i] = 0.7 X + 0.3 (+ sigma * noise[first + i] when noise is not null),
-// for i in [0, count). Explicit roundings, so the host's make_dataset_cpu matches bit for bit.
+// for i in [0, count). Explicit roundings, so the host's make_dataset_cpu matches bit for bit
+// (without noise).
 void launch_make_data(float* x, float* y, const float* noise, double sigma, std::int64_t first, std::int64_t count,
                       cudaStream_t stream);
 
