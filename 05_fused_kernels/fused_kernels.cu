@@ -382,17 +382,9 @@ void FusedTraining::epoch(Variant v, int epoch) {
 // Variant 5: variant 4's launches for every epoch, captured once into one graph.
 void FusedTraining::capture_graph() {
   NvtxRange range("capture graph");
-  const UnsyncedLaunches capturing;  // a debug build's per-launch sync would break the capture
-  CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-  try {
-    for (int e = 0; e < config_.epochs; ++e) last_block_epoch(e);
-  } catch (...) {
-    cudaGraph_t partial = nullptr;
-    (void)cudaStreamEndCapture(stream_, &partial);  // leave the stream usable, then report the first error
-    if (partial != nullptr) (void)cudaGraphDestroy(partial);
-    throw;
-  }
-  CUDA_CHECK(cudaStreamEndCapture(stream_, &graph_));
+  StreamCapture capture(stream_);  // recorded, not run (stream.h)
+  for (int e = 0; e < config_.epochs; ++e) last_block_epoch(e);
+  graph_ = capture.end();
   CUDA_CHECK(cudaGraphInstantiate(&graph_exec_, graph_, 0));
   CUDA_CHECK(cudaGraphUpload(graph_exec_, stream_));
 }

@@ -55,17 +55,9 @@ std::string FusedTraining::skip_reason(Variant v) const {
 int FusedTraining::kernels_per_epoch(Variant v) {
   if (v == Variant::kGraph || v == Variant::kPersistent || v == Variant::kOnChip) return 0;
   for (int k = 0; k < kStreamCount; ++k) side_stream(k);  // made before the capture, not in it
-  cudaGraph_t graph = nullptr;
-  const UnsyncedLaunches capturing;  // a debug build's per-launch sync would break the capture
-  CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-  try {
-    epoch(v, 0);  // recorded, not run: nothing on the GPU changes
-  } catch (...) {
-    (void)cudaStreamEndCapture(stream_, &graph);  // leave the stream usable, then report the first error
-    if (graph != nullptr) (void)cudaGraphDestroy(graph);
-    throw;
-  }
-  CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+  StreamCapture capture(stream_);
+  epoch(v, 0);  // recorded, not run: nothing on the GPU changes
+  cudaGraph_t graph = capture.end();
   std::size_t count = 0;
   CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &count));
   std::vector<cudaGraphNode_t> nodes(count);

@@ -1,9 +1,10 @@
-// stream.h: owners of a CUDA stream and a CUDA event.
+// stream.h: owners of a CUDA stream and a CUDA event, and a stream capture into a graph.
 //
 //   workbook::Stream copy_stream;                        // a new non-blocking stream
 //   workbook::Event copied;                              // timing disabled: cheapest to wait on
 //   CUDA_CHECK(cudaEventRecord(copied.get(), copy_stream.get()));
 //   CUDA_CHECK(cudaStreamWaitEvent(compute_stream.get(), copied.get(), 0));
+//   StreamCapture capture(stream); ...launches...; cudaGraph_t graph = capture.end();  // recorded, not run
 #pragma once
 
 #include "cuda_check.h"
@@ -67,6 +68,38 @@ class Event {
 
  private:
   cudaEvent_t event_ = nullptr;
+};
+
+// What is queued on `stream` from construction to end() is recorded into a CUDA graph, not run
+// (cudaStreamBeginCapture, thread-local mode, then cudaStreamEndCapture). An exception that leaves
+// the scope first ends the capture and drops the partial graph, so that the stream can be used
+// again. The debug preset's per-launch sync is off meanwhile (UnsyncedLaunches, cuda_check.h).
+class StreamCapture {
+ public:
+  explicit StreamCapture(cudaStream_t stream) : stream_(stream) {
+    CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  }
+  ~StreamCapture() {
+    if (!capturing_) return;
+    cudaGraph_t partial = nullptr;
+    (void)cudaStreamEndCapture(stream_, &partial);
+    if (partial != nullptr) (void)cudaGraphDestroy(partial);
+  }
+  StreamCapture(const StreamCapture&) = delete;
+  StreamCapture& operator=(const StreamCapture&) = delete;
+
+  // The graph captured so far; the caller owns it (cudaGraphDestroy).
+  cudaGraph_t end() {
+    capturing_ = false;
+    cudaGraph_t graph = nullptr;
+    CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+    return graph;
+  }
+
+ private:
+  cudaStream_t stream_;
+  UnsyncedLaunches unsynced_;
+  bool capturing_ = true;
 };
 
 // Milliseconds between two recorded, completed events (both created with EventTiming::kEnabled).
