@@ -186,10 +186,11 @@ class KeepingPool {
     props.location.id = device;
     CUDA_CHECK(cudaMemPoolCreate(&pool_, &props));
     std::uint64_t keep_everything = UINT64_MAX;
-    const cudaError_t kept = cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep_everything);
-    if (kept != cudaSuccess) {  // a constructor that throws runs no destructor: the pool goes here
+    try {  // a constructor that throws runs no destructor: the pool goes here
+      CUDA_CHECK(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep_everything));
+    } catch (...) {
       (void)cudaMemPoolDestroy(pool_);
-      CUDA_CHECK(kept);
+      throw;
     }
   }
   ~KeepingPool() { (void)cudaMemPoolDestroy(pool_); }

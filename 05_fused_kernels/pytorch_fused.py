@@ -25,7 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, finish, integer, name_list, number, size, size_list  # noqa: E402  (cli.h's flag rules)
+from workbook_cli import Parser, finish, integer, report_stream, name_list, number, size, size_list  # noqa: E402  (cli.h's flag rules)
 from torch_cuda import use_cuda_device  # noqa: E402  (no GPU: 77)
 from regression_torch import Timer, article_model, make_data, train as train_eager  # noqa: E402  (chapter 04's data, timer, eager loop)
 
@@ -161,6 +161,7 @@ def main():
         p.fail("--breakdown-points must be 0 (none) or at least 2, got 1")
     require("torch")
     use_cuda_device("pytorch_fused", 0)
+    sys.stdout = report_stream(args.json)  # keep stdout for the JSON object under --json -
     name = torch.cuda.get_device_name()
     ceiling = copy_gbps(64 if args.quick else 1024)
     print(f"pytorch_fused: torch {torch.__version__} on {name}; {args.epochs} epochs, median of {args.repeats} "

@@ -259,14 +259,16 @@ LaunchOutcome launch_ddp(const Options& o, const regression::Config& c, int npro
   return r;
 }
 
-// Why a sweep's launch did not pass, after ": " (empty when it passed): the launcher's log when a
-// rank failed, else the first failure rank 0 reported (the ranks' own reports were discarded).
+// Why a sweep's launch did not pass, after ": " (empty when it passed). The ranks' own reports were
+// discarded, so a check that failed is read from rank 0's JSON (it then exits 1, so the launch
+// failed too); otherwise the launcher's log says which rank failed and how.
 std::string launch_failure(const LaunchOutcome& r, const std::ostringstream& log) {
+  if (r.rank0.is_object() && !r.rank0.value("passed", false)) {
+    const auto f = r.rank0.find("failures");
+    if (f != r.rank0.end() && f->is_array() && !f->empty()) return ": " + f->front().get<std::string>();
+  }
   if (!r.launch.ok()) return ": " + log.str();
-  if (!r.rank0.is_object()) return ": rank 0 wrote no report";
-  if (r.rank0.value("passed", false)) return "";
-  const auto f = r.rank0.find("failures");
-  return f != r.rank0.end() && f->is_array() && !f->empty() ? ": " + f->front().get<std::string>() : ": rank 0 failed";
+  return r.rank0.is_object() ? "" : ": rank 0 wrote no report";
 }
 
 // Returns the signal that stopped the launch (rank_environment.h), 0 if none.

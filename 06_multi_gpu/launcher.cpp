@@ -227,6 +227,19 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
   std::vector<Child> children(static_cast<std::size_t>(nproc));
   LaunchResult result;
   const StopSignals stop_signals;  // before the forks: see StopSignals
+  // Where the workers' stdout goes: the launcher's stderr, or /dev/null, opened here before the
+  // forks so that a failure to open it is the launcher's one error line, not every rank's exit 127.
+  int report_fd = STDERR_FILENO;
+  if (reports == WorkerReports::discarded) {
+    report_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (report_fd < 0) throw std::runtime_error(std::string("open /dev/null for the ranks' reports: ") + std::strerror(errno));
+  }
+  struct CloseAtEnd {
+    int fd;
+    ~CloseAtEnd() {
+      if (fd > STDERR_FILENO) close(fd);
+    }
+  } const close_report{report_fd};
 
   // A launch that cannot start every rank starts none: on an error the ranks already started are
   // killed and reaped, and every descriptor made so far is closed, before the error goes on.
@@ -254,7 +267,7 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
       if (rank == fault.rank) id.fail_epoch = fault.epoch;
       // Everything the child needs is built before fork(): after it, the child only calls
       // async-signal-safe functions (prctl, getppid, sigaction, sigprocmask, dup2, close_range/fcntl,
-      // execve, _exit, open).
+      // execve, _exit).
       std::vector<std::string> env = worker_environment(parent_env, id);
       std::vector<std::string> argv_strings{program};
       argv_strings.insert(argv_strings.end(), args.begin(), args.end());
@@ -272,8 +285,7 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
         stop_signals.reset_in_child();
         // The worker's report goes to stderr (the launcher's stdout carries only the launcher's
         // own report, or its one JSON object with --json), or to /dev/null.
-        const int report_fd = reports == WorkerReports::discarded ? open("/dev/null", O_WRONLY) : STDERR_FILENO;
-        if (report_fd < 0 || dup2(report_fd, STDOUT_FILENO) < 0) _exit(127);
+        if (dup2(report_fd, STDOUT_FILENO) < 0) _exit(127);
         close_inherited_on_exec(max_fd);
         fcntl(pipe_fds[0], F_SETFD, 0);  // of the inherited descriptors, only its two pipe ends survive execve
         fcntl(beat_fds[1], F_SETFD, 0);

@@ -36,13 +36,16 @@ std::string seconds(double s) {
 // prints why and ends the process. An orderly exit before then ends the thread with it.
 constexpr double kLastResortS = 5.0;
 
-void exit_if_still_here(double grace_s, const std::string& why) {
-  std::thread([grace_s, why] {
-    std::this_thread::sleep_for(std::chrono::duration<double>(grace_s));
-    std::fprintf(stderr, "error: %s; the teardown was still waiting for the GPU after %g s (a kernel that cannot be "
-                 "aborted): exiting\n", why.c_str(), grace_s);
-    std::_Exit(kExitFailure);
-  }).detach();
+void exit_if_still_here(double grace_s, const std::string& why) noexcept {
+  try {
+    std::thread([grace_s, why] {
+      std::this_thread::sleep_for(std::chrono::duration<double>(grace_s));
+      std::fprintf(stderr, "error: %s; the teardown was still running after %g s (most likely a GPU kernel that "
+                   "ignores the abort): exiting\n", why.c_str(), grace_s);
+      std::_Exit(kExitFailure);
+    }).detach();
+  } catch (...) {  // no thread (resources): the teardown goes on without its last resort
+  }
 }
 
 std::string last_error_text(ncclComm_t comm) {

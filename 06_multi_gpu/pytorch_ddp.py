@@ -115,8 +115,11 @@ def time_graphed(exchange, repeats):
             with torch.cuda.graph(graph):
                 for _ in range(EXCHANGE_ITERATIONS):
                     exchange()
-        if any("empty" in str(w.message) for w in caught):  # one rank: NCCL queues no GPU work at all
-            why_not = "the graph is empty: this exchange queued no GPU work to capture"
+        for w in caught:  # one rank: NCCL queues no GPU work at all, and PyTorch warns of an empty graph
+            if "CUDA Graph is empty" in str(w.message):
+                why_not = "the graph is empty: this exchange queued no GPU work to capture"
+            else:
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     except RuntimeError as e:
         why_not = " ".join(str(e).split())[:200]
     captured = torch.tensor([0 if why_not else 1], dtype=torch.int32, device=torch.cuda.current_device())

@@ -82,8 +82,9 @@ class StreamCapture {
   ~StreamCapture() {
     if (!capturing_) return;
     cudaGraph_t partial = nullptr;
-    (void)cudaStreamEndCapture(stream_, &partial);
+    (void)cudaStreamEndCapture(stream_, &partial);  // "capture invalidated" after a failed launch
     if (partial != nullptr) (void)cudaGraphDestroy(partial);
+    (void)cudaGetLastError();  // that answer is not news to whoever catches the exception
   }
   StreamCapture(const StreamCapture&) = delete;
   StreamCapture& operator=(const StreamCapture&) = delete;

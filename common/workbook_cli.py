@@ -235,7 +235,8 @@ def finish(report, failures, json_target):
     report.update(passed=not failures, failures=failures)
     if json_target:
         write_json(json_target, report)
-    print("PASS" if not failures else f"FAIL: {failures[0]}", file=report_stream(json_target))
+    more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""  # as report.cpp
+    print("PASS" if not failures else f"FAIL: {failures[0]}{more}", file=report_stream(json_target))
     return 0 if not failures else 1
 
 
