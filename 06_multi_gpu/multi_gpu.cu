@@ -10,43 +10,40 @@
 //   mpirun -np 2 multi_gpu ddp          # one process per GPU (the DDP analog); or, without MPI,
 //   multi_gpu_bench ddp --nproc 2       # the bench's launcher starts the ranks, as torchrun would
 //   multi_gpu --exchange one_shot       # the sums meet by hand over NVLink, no NCCL in the loop
-//   multi_gpu_bench ...                 # topology, all-reduce sweep, faults, scaling (bench_multi_gpu.cpp)
 //
-// What one GPU does each epoch (its shard's three sums, the step) is replica.cu; --exchange picks
-// how the sums meet (exchange.h): NCCL's all-reduce on the replica's buffer or on a symmetric
-// window (symmetric_windows.h), or the one-shot mailbox written by hand (one_shot_exchange.h).
-#include "multi_gpu.cuh"
+// The lesson, in the order the README teaches it:
+//   1. replica.cu            what one GPU does: its shard's three sums (and their CPU twin), the step
+//   2. multi_gpu.cu (here)   DataParallel: one process, a plan per GPU, one NCCL group per epoch
+//   3. ddp.cu                DistributedDataParallel: a rank per GPU, its communicator from the launcher
+//   4. one_shot_exchange.cu  the exchange written by hand: a mailbox on every GPU, written over NVLink
+// The rest (harness/) keeps it safe and measures it: bounded NCCL waits, the launcher, MPI's
+// start, symmetric windows, the bench (multi_gpu_bench).
+#include "multi_gpu.h"
 
 #include "cli.h"
 #include "cuda_check.h"
 #include "format.h"
 #include "gpu_probe.h"
-#include "mpi_bootstrap.h"
+#include "harness/mpi_bootstrap.h"
+#include "harness/rank_environment.h"
+#include "harness/symmetric_windows.h"
 #include "nccl_check.h"
 #include "nvtx.h"
+#include "one_shot_exchange.h"
 #include "program.h"
-#include "rank_environment.h"
 #include "regression_cli.h"
 #include "report.h"
 #include "stream.h"
-#include "symmetric_windows.h"
 #include "table.h"
 
 #include <algorithm>
 #include <future>
-#include <thread>
 #include <iomanip>
 #include <memory>
+#include <thread>
 
 namespace workbook::multi_gpu {
-namespace {
 
-// How many epochs the host may run ahead of the GPU in the DDP loop before it waits (polling):
-// enough that the GPU never starves, few enough that a hang is seen within an epoch or two, and
-// so few collectives in flight that a blocking ncclAllReduce never waits for room in NCCL's queue.
-constexpr int kEpochsInFlight = 4;
-
-// One timed run's figures of a rank, from its events and what it read back.
 RankResult rank_result(int rank, int device, const Replica& replica, const Problem& problem,
                        const std::vector<double>& runs_ms) {
   const Replica::Result r = replica.read(problem.config.epochs);
@@ -62,17 +59,6 @@ RankResult rank_result(int rank, int device, const Replica& replica, const Probl
   return out;
 }
 
-// A one-shot wait that gave up: one line naming the rank it waited for (in dp only a bug could
-// cause one; in ddp the communicator's waits see it first, see Communicator::watch_exchange).
-void require_no_exchange_failure(const OneShotMailbox* box, const std::string& who, int epochs) {
-  if (box == nullptr) return;
-  if (auto line = box->failure(epochs)) throw std::runtime_error(who + ": " + *line);
-}
-
-constexpr const char* kOneShotNote = "one_shot: each GPU writes its sums into a slot of every GPU's mailbox";
-
-}  // namespace
-
 bool ParallelRun::bit_identical() const {
   for (const RankResult& r : ranks) {
     if (r.w != ranks.front().w || r.b != ranks.front().b || r.test_mse != ranks.front().test_mse) return false;
@@ -86,55 +72,69 @@ const RankResult& ParallelRun::slowest() const {
   });
 }
 
+double effective_lr(std::optional<double> lr, std::int64_t points) {
+  return lr ? *lr : regression::scaled_lr(regression::Config{}.lr, points);
+}
+
 // ---------------------------------------------------------------------------------------------
-// The DataParallel analog: one process, a plan per device (cuda-samples' simpleMultiGPU), and
+// 2. The DataParallel analog: one process, a plan per device (cuda-samples' simpleMultiGPU), and
 // each epoch queued on every device before the host waits for any.
 
-ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& devices, int repeats,
-                                ExchangeOptions x) {
-  NvtxRange range("data parallel");
+namespace {
+
+struct Plan {  // what one device holds, all made with that device current (events included)
+  int device = 0;
+  std::unique_ptr<Stream> stream;
+  std::unique_ptr<Replica> replica;
+  std::unique_ptr<OneShotMailbox> mailbox;  // one_shot: slot r holds GPU r's sums
+  std::unique_ptr<Event> start, stop;
+  std::vector<double> runs_ms;
+};
+
+void use(const Plan& p) { CUDA_CHECK(cudaSetDevice(p.device)); }
+
+// One plan per device: its stream, its Replica over its shard, its events. Every device's shard is
+// asked for before any is allocated, so a size that does not fit is one line.
+std::vector<Plan> make_plans(const Problem& problem, const std::vector<int>& devices, const ExchangeOptions& x) {
   const int count = static_cast<int>(devices.size());
-  const int epochs = problem.config.epochs;
-  const bool one_shot = x.kind == ExchangeKind::kOneShot;
-  // one_shot: every GPU writes into every other's mailbox (on until the mailboxes are gone).
-  const PeerAccess peer_access = one_shot ? PeerAccess(devices) : PeerAccess();
-  struct Plan {  // what one device holds, all made with that device current (events included)
-    int device = 0;
-    std::unique_ptr<Stream> stream;
-    std::unique_ptr<Replica> replica;
-    std::unique_ptr<OneShotMailbox> mailbox;  // one_shot: slot r holds GPU r's sums
-    std::unique_ptr<Event> start, stop;
-    std::vector<double> runs_ms;
-  };
-  // Every device's shard is asked for before any is allocated: a size that does not fit is one line.
+  auto train_shard = [&](int d) { return shard_of(problem.train_points, count, d); };
+  auto test_shard = [&](int d) { return shard_of(problem.test_points, count, d, problem.train_points); };
   for (int d = 0; d < count; ++d) {
     CUDA_CHECK(cudaSetDevice(devices[d]));
     require_gpu_memory("--points " + std::to_string(problem.config.points) + " (GPU " + std::to_string(devices[d]) +
                            "'s shard of " + std::to_string(count) + ")",
-                       Replica::bytes_needed(problem, shard_of(problem.train_points, count, d),
-                                             shard_of(problem.test_points, count, d, problem.train_points)));
+                       Replica::bytes_needed(problem, train_shard(d), test_shard(d)));
   }
   std::vector<Plan> plans(devices.size());
-  const DrainMailboxesFirst drain_first(plans);  // runs before any plan is freed
   for (int d = 0; d < count; ++d) {
     Plan& p = plans[d];
     p.device = devices[d];
-    CUDA_CHECK(cudaSetDevice(p.device));
+    use(p);
     p.stream = std::make_unique<Stream>();
-    p.replica = std::make_unique<Replica>(problem, shard_of(problem.train_points, count, d),
-                                          shard_of(problem.test_points, count, d, problem.train_points),
-                                          p.stream->get());
+    p.replica = std::make_unique<Replica>(problem, train_shard(d), test_shard(d), p.stream->get());
     p.start = std::make_unique<Event>(EventTiming::kEnabled);
     p.stop = std::make_unique<Event>(EventTiming::kEnabled);
-    if (one_shot) p.mailbox = std::make_unique<OneShotMailbox>(count, d, x.timeout_s);
+    if (x.kind == ExchangeKind::kOneShot) p.mailbox = std::make_unique<OneShotMailbox>(count, d, x.timeout_s);
   }
-  // One communicator per device, all made by this thread in one call; this thread issues every
-  // device's part of each collective inside one group. An exception aborts them (CommunicatorGroup).
-  CommunicatorGroup comms = CommunicatorGroup::init_all(devices);
-  ParallelRun out;
-  out.exchange = exchange_name(x.kind);
-  SymmetricWindows windows;  // nccl_symmetric: each GPU's sums in a registered window
-  if (one_shot) {            // every GPU learns where every mailbox is (peer access is on)
+  return plans;
+}
+
+// The all-reduce of one buffer of 3 floats on every device, as ONE collective: this thread issues
+// every device's part inside ncclGroupStart/End (issued one by one, each would wait for the others).
+void all_reduce(std::vector<Plan>& plans, const CommunicatorGroup& comms, float* (Replica::*buffer_of)()) {
+  NCCL_CHECK(ncclGroupStart());
+  for (std::size_t d = 0; d < plans.size(); ++d) {
+    float* buffer = (plans[d].replica.get()->*buffer_of)();
+    NCCL_CHECK(ncclAllReduce(buffer, buffer, 3, ncclFloat, ncclSum, comms.get(d), plans[d].stream->get()));
+  }
+  NCCL_CHECK(ncclGroupEnd());
+}
+
+// --exchange one_shot: every mailbox learns where every other is (peer access is on), and the
+// replicas exchange through them; nccl_symmetric: the sums move into registered windows.
+void connect_exchange(std::vector<Plan>& plans, CommunicatorGroup& comms, SymmetricWindows& windows,
+                      const std::vector<int>& devices, ParallelRun& out) {
+  if (plans.front().mailbox) {
     std::vector<MailboxSlot*> mailboxes;
     for (Plan& p : plans) mailboxes.push_back(p.mailbox->local());
     for (Plan& p : plans) {
@@ -143,50 +143,60 @@ ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& 
     }
     comms.on_abort([&plans] { for (Plan& p : plans) p.mailbox->abort(); });
     out.exchange_note = kOneShotNote + std::string(" (peer access)");
-  } else if (x.kind == ExchangeKind::kNcclSymmetric) {
+  } else if (out.exchange == exchange_name(ExchangeKind::kNcclSymmetric)) {
     windows = SymmetricWindows::register_group(comms, devices);
     out.exchange_note = windows.note();
     if (!windows.active()) out.exchange = exchange_name(ExchangeKind::kNccl);
-    for (int d = 0; d < count && windows.active(); ++d) plans[d].replica->use_sums_buffer(windows.buffer(d));
+    for (std::size_t d = 0; d < plans.size() && windows.active(); ++d) plans[d].replica->use_sums_buffer(windows.buffer(d));
   }
-  auto on = [](const Plan& p) { CUDA_CHECK(cudaSetDevice(p.device)); };
-  auto all_reduce = [&](auto buffer_of) {
-    NCCL_CHECK(ncclGroupStart());  // one collective across the devices of this thread
-    for (int d = 0; d < count; ++d) {
-      float* buffer = buffer_of(*plans[d].replica);
-      NCCL_CHECK(ncclAllReduce(buffer, buffer, 3, ncclFloat, ncclSum, comms.get(static_cast<std::size_t>(d)),
-                               plans[d].stream->get()));
-    }
-    NCCL_CHECK(ncclGroupEnd());
-  };
+}
+
+}  // namespace
+
+ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& devices, int repeats,
+                                ExchangeOptions x) {
+  NvtxRange range("data parallel");
+  const bool by_hand = x.kind == ExchangeKind::kOneShot;
+  // one_shot: every GPU writes into every other's mailbox (on until the mailboxes are gone).
+  const PeerAccess peer_access = by_hand ? PeerAccess(devices) : PeerAccess();
+  std::vector<Plan> plans = make_plans(problem, devices, x);
+  const DrainMailboxesFirst drain_first(plans);  // runs before any plan is freed
+  // One communicator per device, all made by this thread in one call (ncclCommInitAll). An
+  // exception aborts them (CommunicatorGroup).
+  CommunicatorGroup comms = CommunicatorGroup::init_all(devices);
+  SymmetricWindows windows;  // nccl_symmetric: each GPU's sums in a registered window
+  ParallelRun out;
+  out.mode = "dp";
+  out.exchange = exchange_name(x.kind);
+  connect_exchange(plans, comms, windows, devices, out);
 
   // One run: every epoch queued on every device (sums, then the all-reduce, then the step); the
   // host waits only at the end.
   auto run = [&] {
     for (Plan& p : plans) {
-      on(p);
+      use(p);
       p.replica->enqueue_reset();
       p.start->record(p.stream->get());
     }
-    for (int e = 0; e < epochs; ++e) {
+    for (int e = 0; e < problem.config.epochs; ++e) {
       for (Plan& p : plans) {
-        on(p);
+        use(p);
         p.replica->enqueue_sums();  // one_shot: its last block also writes the sums into every GPU's mailbox
       }
-      if (!one_shot) all_reduce([](Replica& r) { return r.sums(); });  // the stock buffer, or the window
+      if (!by_hand) all_reduce(plans, comms, &Replica::sums);  // every GPU's sums, added, on every GPU
       for (Plan& p : plans) {
-        on(p);
+        use(p);
         p.replica->enqueue_step(e);  // one_shot: waits for every GPU's slot, adds them in rank order, steps
       }
     }
     for (Plan& p : plans) {
-      on(p);
+      use(p);
       p.stop->record(p.stream->get());
     }
     for (Plan& p : plans) {
-      on(p);
+      use(p);
       p.stream->synchronize();
-      require_no_exchange_failure(p.mailbox.get(), "GPU " + std::to_string(p.device), epochs);
+      if (p.mailbox) p.mailbox->throw_if_failed("GPU " + std::to_string(p.device), problem.config.epochs);
       p.runs_ms.push_back(elapsed_ms(*p.start, *p.stop));
     }
   };
@@ -196,130 +206,19 @@ ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& 
 
   // The test loss: each device's test shard, all-reduced like the gradient sums.
   for (Plan& p : plans) {
-    on(p);
+    use(p);
     p.replica->enqueue_test_sums();
   }
-  all_reduce([](Replica& r) { return r.test_sums(); });
-  out.mode = "dp";
-  for (int d = 0; d < count; ++d) {
-    on(plans[d]);
+  all_reduce(plans, comms, &Replica::test_sums);
+  for (std::size_t d = 0; d < plans.size(); ++d) {
+    use(plans[d]);
     plans[d].stream->synchronize();
-    out.ranks.push_back(rank_result(d, plans[d].device, *plans[d].replica, problem, plans[d].runs_ms));
-    if (d == 0) out.losses = plans[d].replica->read(epochs).losses;
+    out.ranks.push_back(rank_result(static_cast<int>(d), plans[d].device, *plans[d].replica, problem, plans[d].runs_ms));
   }
+  out.losses = plans.front().replica->read(problem.config.epochs).losses;
   windows.close();   // deregistered and freed before the communicators go
   comms.finalize();  // every stream synchronized above: grouped finalize, then destroy
   CUDA_CHECK(cudaSetDevice(devices.front()));
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The DDP analog: this process is one rank and drives one GPU; the ranks meet only in NCCL.
-
-ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& s, int repeats) {
-  NvtxRange range("distributed data parallel");
-  const int epochs = problem.config.epochs;
-  const Watch& watch = s.watch;
-  CUDA_CHECK(cudaSetDevice(s.device));
-  Stream stream;
-  const Shard train = shard_of(problem.train_points, s.world_size, s.rank);
-  const Shard test = shard_of(problem.test_points, s.world_size, s.rank, problem.train_points);
-  require_gpu_memory("--points " + std::to_string(problem.config.points) + " (rank " + std::to_string(s.rank) +
-                         "'s shard of " + std::to_string(s.world_size) + ")",
-                     Replica::bytes_needed(problem, train, test));
-  Replica replica(problem, train, test, stream.get());
-  // one_shot: this rank's mailbox, made before the communicator so that it outlives it (an abort
-  // of the communicator first stops the mailbox's waits on the GPU). Its waits give up a little
-  // before the host's would, so that the error names the rank that never came.
-  std::optional<OneShotMailbox> mailbox;
-  if (s.exchange == ExchangeKind::kOneShot) mailbox.emplace(s.world_size, s.rank, 0.9 * watch.timeout_s);
-  Communicator comm = Communicator::init_rank(s.id, s.world_size, s.rank, watch, s.nonblocking);
-  const cudaStream_t st = stream.get();
-  ParallelRun out;
-  out.exchange = exchange_name(s.exchange);
-  SymmetricWindows windows;  // nccl_symmetric: the sums in a registered window
-  if (mailbox) {
-    comm.watch_exchange([&] { mailbox->abort(); }, [&] { return mailbox->failure(epochs); });
-    connect_over_nccl(*mailbox, comm, st, watch);  // every rank's mailbox mapped here (CUDA IPC)
-    mailbox->inject_fault_from(watch);
-    replica.use_one_shot(&*mailbox);
-    out.exchange_note = kOneShotNote + std::string(" (CUDA IPC)");
-  } else if (s.exchange == ExchangeKind::kNcclSymmetric) {
-    windows = SymmetricWindows::register_rank(comm, st, watch);
-    out.exchange_note = windows.note();
-    if (windows.active()) replica.use_sums_buffer(windows.buffer(0));
-    else out.exchange = exchange_name(ExchangeKind::kNccl);
-  }
-  Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
-  std::vector<Event> progress(static_cast<std::size_t>(epochs));  // the host's pacing marks
-
-  // One run. The host never blocks in CUDA: it waits by polling (comm.wait_event), so that a peer
-  // that died is noticed and every wait ends within the watch's bound.
-  auto run = [&] {
-    replica.enqueue_reset();
-    start.record(st);
-    for (int e = 0; e < epochs; ++e) {
-      replica.enqueue_sums();  // one_shot: its last block also writes the sums into every rank's mailbox
-      if (!mailbox) comm.all_reduce_sum(replica.sums(), 3, st, watch);  // the stock buffer, or the window
-      replica.enqueue_step(e);  // one_shot: waits for every rank's slot, adds them in rank order, steps
-      progress[e].record(st);
-      if (e >= kEpochsInFlight) {  // at most kEpochsInFlight epochs ahead of the GPU
-        comm.wait_event(progress[e - kEpochsInFlight].get(), "epoch " + std::to_string(e - kEpochsInFlight), watch);
-      }
-    }
-    stop.record(st);
-    comm.wait_event(stop.get(), "the last epochs", watch);
-    return static_cast<double>(elapsed_ms(start, stop));
-  };
-  run();  // the warm-up; its result is the one checked, as every run gives the same bits
-  std::vector<double> runs_ms;
-  for (int i = 0; i < repeats; ++i) runs_ms.push_back(run());
-
-  replica.enqueue_test_sums();
-  comm.call(ncclAllReduce(replica.test_sums(), replica.test_sums(), 3, ncclFloat, ncclSum, comm.get(), st),
-            "test all-reduce", watch);
-  Event done;
-  done.record(st);
-  comm.wait_event(done.get(), "the test all-reduce", watch);
-  if (mailbox) mailbox->disconnect();  // unmapped before the all-gather, so no rank frees a mapped mailbox
-  const RankResult mine = rank_result(s.rank, s.device, replica, problem, runs_ms);
-
-  // Every rank's figures to every rank: one all-gather of a few doubles each (w and b as floats
-  // widened exactly, so their bits survive). Pinned host memory: a copy from pageable memory
-  // would block the host outside the watch.
-  constexpr int kFields = 8;
-  PinnedBuffer<double> host_fields(kFields), all(static_cast<std::size_t>(kFields) * s.world_size);
-  const double fields[kFields] = {static_cast<double>(mine.rank), static_cast<double>(mine.device), mine.w, mine.b,
-                                  mine.test_mse, mine.training_ms.median, mine.training_ms.min, mine.training_ms.max};
-  std::copy(fields, fields + kFields, host_fields.data());
-  DeviceBuffer<double> send(kFields), gathered(all.size());
-  CUDA_CHECK(cudaMemcpyAsync(send.data(), host_fields.data(), send.bytes(), cudaMemcpyHostToDevice, st));
-  comm.call(ncclAllGather(send.data(), gathered.data(), kFields, ncclFloat64, comm.get(), st), "result all-gather",
-            watch);
-  CUDA_CHECK(cudaMemcpyAsync(all.data(), gathered.data(), gathered.bytes(), cudaMemcpyDeviceToHost, st));
-  done.record(st);
-  comm.wait_event(done.get(), "the result all-gather", watch);
-  windows.close();
-  comm.finalize(watch);
-
-  out.mode = "ddp";
-  out.losses = replica.read(epochs).losses;  // every rank's losses are the same bits
-  for (int k = 0; k < s.world_size; ++k) {
-    const double* f = all.data() + static_cast<std::size_t>(k) * kFields;
-    RankResult r;
-    r.rank = static_cast<int>(f[0]);
-    r.device = static_cast<int>(f[1]);
-    r.w = static_cast<float>(f[2]);
-    r.b = static_cast<float>(f[3]);
-    r.test_mse = f[4];
-    r.training_ms.median = f[5];
-    r.training_ms.min = f[6];
-    r.training_ms.max = f[7];
-    r.training_ms.count = static_cast<std::size_t>(repeats);
-    r.epoch_us = 1e3 * f[5] / epochs;
-    r.shard_points = shard_of(problem.train_points, s.world_size, k).count;
-    out.ranks.push_back(r);
-  }
   return out;
 }
 
@@ -533,7 +432,7 @@ int run(int argc, char** argv) {
 
   if (const auto me = worker_identity_from_environment(&process_environment)) {  // the bench's launcher
     ControlChannel control(me->control_fd, me->heartbeat_fd);
-    const Watch watch{o.timeout_s, &control, "rank " + std::to_string(me->rank), me->fail_epoch};
+    const Watch watch{o.timeout_s, &control, "rank " + std::to_string(me->rank)};
     return run_ddp_rank(o, me->rank, me->world_size, me->local_rank, decode_unique_id(me->nccl_id_hex), watch);
   }
   if (!launched_by_mpi(&process_environment)) {

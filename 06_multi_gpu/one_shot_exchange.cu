@@ -125,20 +125,12 @@ const OneShotView& OneShotMailbox::view() const {
   return view_;
 }
 
-void OneShotMailbox::inject_fault_from(const Watch& watch) {
-  fail_epoch_ = watch.fail_epoch;
-  who_ = watch.who;
-}
-
-void OneShotMailbox::before_publish() {
-  if (publishes_++ == fail_epoch_) {
-    throw InjectedFault(who_ + ": injected fault at epoch " + std::to_string(fail_epoch_) +
-                        " (multi_gpu_bench --fail-epoch): leaving without publishing its sums");
-  }
-}
-
 std::optional<std::string> OneShotMailbox::failure(int epochs_per_run) const {
   return exchange_failure(*signals_, epochs_per_run, timeout_s_);
+}
+
+void OneShotMailbox::throw_if_failed(const std::string& who, int epochs_per_run) const {
+  if (auto line = failure(epochs_per_run)) throw std::runtime_error(who + ": " + *line);
 }
 
 void OneShotMailbox::abort() noexcept {

@@ -27,8 +27,8 @@
 #pragma once
 
 #include "device_buffer.h"
-#include "exchange.h"
-#include "nccl_comm.h"
+#include "harness/exchange.h"
+#include "harness/nccl_comm.h"
 
 #include <cuda_runtime_api.h>
 
@@ -47,6 +47,7 @@ struct MailboxSlot {
 static_assert(sizeof(MailboxSlot) == 16, "one slot is one 16-byte line of 4 words");
 
 inline constexpr int kMaxOneShotRanks = 8;  // one node's GPUs
+inline constexpr const char* kOneShotNote = "one_shot: each GPU writes its sums into a slot of every GPU's mailbox";
 
 // What a kernel needs to publish and to gather; passed by value (a kernel parameter).
 struct OneShotView {
@@ -91,14 +92,11 @@ class OneShotMailbox {
   ExchangeSignals* signals() const { return signals_.get(); }
   double timeout_s() const { return timeout_s_; }
 
-  // The bench's fault injection (Watch::fail_epoch): the publish of that epoch (counted over the
-  // first run) throws InjectedFault instead, as a crashed rank would leave.
-  void inject_fault_from(const Watch& watch);
-  void before_publish();
-
   // One line when a wait gave up (see exchange_failure; epochs_per_run 0: outside training),
   // nullopt otherwise. Safe at any time.
   std::optional<std::string> failure(int epochs_per_run) const;
+  // Throws std::runtime_error("<who>: <that line>") when a wait gave up.
+  void throw_if_failed(const std::string& who, int epochs_per_run) const;
   // Makes every wait on this mailbox return within microseconds; never throws.
   void abort() noexcept;
   // Waits for every kernel of this mailbox's GPU (abort first, or a wait may last its timeout).
@@ -118,9 +116,6 @@ class OneShotMailbox {
   std::vector<void*> opened_;  // IPC mappings of the peers' mailboxes
   OneShotView view_;
   bool connected_ = false;
-  int publishes_ = 0;
-  int fail_epoch_ = -1;
-  std::string who_;
 };
 
 // One process driving several GPUs (dp, the bench): a mailbox's destructor drains only its own GPU,

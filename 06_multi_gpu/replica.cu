@@ -4,8 +4,9 @@
 // The per-GPU pass is common/fused_sums.cuh (chapter 05's variant 4): one pass over the shard's X
 // and y, a fixed-shape tree per block, and the last block to finish adds the block partials in
 // block order. Unlike 05's kernel it stops at the three sums: the step needs every shard's sums,
-// so the all-reduce (multi_gpu.cu) goes in between.
-#include "multi_gpu.cuh"
+// so the all-reduce (multi_gpu.cu, ddp.cu) goes in between. Its CPU twin, shard_sums_cpu, is the
+// first function below.
+#include "replica.h"
 
 #include "cuda_check.h"
 #include "fused_sums.cuh"
@@ -16,6 +17,19 @@
 #include <algorithm>
 
 namespace workbook::multi_gpu {
+
+ShardSums shard_sums_cpu(const regression::Dataset& data, Shard shard, double w, double b) {
+  ShardSums s;
+  for (std::int64_t i = shard.start; i < shard.start + shard.count; ++i) {
+    const double x = data.x[static_cast<std::size_t>(i)];
+    const double r = w * x + b - data.y[static_cast<std::size_t>(i)];
+    s.rr += r * r;
+    s.rx += r * x;
+    s.r += r;
+  }
+  return s;
+}
+
 namespace {
 
 using regression::kInitialB;
@@ -27,7 +41,6 @@ using fused::kThreads;
 using fused::reduce_partials;
 using fused::Sums;
 using fused::thread_sums;
-
 
 __global__ void set_params_kernel(float* params) {
   params[0] = kInitialW;
@@ -167,7 +180,6 @@ void Replica::enqueue_reset() {
 
 void Replica::enqueue_sums() {
   if (one_shot_ != nullptr) {
-    one_shot_->before_publish();  // the bench's fault injection, if any
     shard_sums_kernel<true><<<blocks_, kThreads, 0, stream_>>>(x_.data(), y_.data(), train_.count, params_.data(),
                                                                partials_.data(), done_count_.data(), sums(),
                                                                one_shot_->view());
@@ -212,10 +224,6 @@ Replica::Result Replica::read(int epochs) const {
   r.b = params[1];
   r.test_sum = test[0];
   return r;
-}
-
-double effective_lr(std::optional<double> lr, std::int64_t points) {
-  return lr ? *lr : regression::scaled_lr(regression::Config{}.lr, points);
 }
 
 }  // namespace workbook::multi_gpu

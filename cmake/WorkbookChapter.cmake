@@ -2,6 +2,8 @@
 #
 #   workbook_add_chapter(<program>
 #       LESSON <sources...>           the lesson, main included (its first file), read top to bottom
+#       [SUPPORT <sources...>]        what the lesson program links but a reader need not read (06's
+#                                     bounded waits, launch environment): compiled as the lesson's other files
 #       [BENCH <sources...>]          the measuring harness: program <program>_bench, main in its first file
 #       [BENCH_LINK <targets...>]     libraries only the bench needs, e.g. CUDA::cublas
 #       [BENCH_SMOKE_LABELS <labels>] ctest labels of `<program>_bench --quick` (default: SMOKE_LABELS)
@@ -40,7 +42,7 @@ set(WORKBOOK_SANITIZER_TOOLS memcheck racecheck initcheck synccheck)
 
 function(workbook_add_chapter program)
   cmake_parse_arguments(PARSE_ARGV 1 arg "RUN_SERIAL" ""
-                        "LESSON;BENCH;BENCH_LINK;BENCH_SMOKE_LABELS;PROGRAM;LIBRARY;LINK;SMOKE_LABELS;SANITIZE_ARGS;SANITIZER_OPTIONS;BENCH_SANITIZE_ARGS")
+                        "LESSON;SUPPORT;BENCH;BENCH_LINK;BENCH_SMOKE_LABELS;PROGRAM;LIBRARY;LINK;SMOKE_LABELS;SANITIZE_ARGS;SANITIZER_OPTIONS;BENCH_SANITIZE_ARGS")
   if(NOT arg_PROGRAM AND NOT arg_LESSON)
     message(FATAL_ERROR "workbook_add_chapter(${program}): LESSON (or PROGRAM) sources are required")
   endif()
@@ -59,6 +61,7 @@ function(workbook_add_chapter program)
     list(GET arg_LESSON 0 lesson_main)
     set(lesson_parts ${arg_LESSON})
     list(REMOVE_AT lesson_parts 0)
+    list(APPEND lesson_parts ${arg_SUPPORT})
     set(parts)
     if(lesson_parts)
       add_library(${program}_lesson OBJECT ${lesson_parts})
@@ -103,7 +106,7 @@ function(workbook_add_chapter program)
 
   # Programs with device code of their own: tests/test_build.cpp checks their architectures. A
   # lesson without kernels (01) can still have a bench with some.
-  set(cuda_sources ${arg_PROGRAM} ${arg_LIBRARY} ${arg_LESSON})
+  set(cuda_sources ${arg_PROGRAM} ${arg_LIBRARY} ${arg_LESSON} ${arg_SUPPORT})
   list(FILTER cuda_sources INCLUDE REGEX "\\.cu$")
   set(bench_cuda_sources ${arg_BENCH})
   list(FILTER bench_cuda_sources INCLUDE REGEX "\\.cu$")

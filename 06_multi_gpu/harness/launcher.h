@@ -94,11 +94,13 @@ std::string describe_failure(const LaunchResult& r);
 // `bounds.after_signal_s` later are killed, and the result's stop_signal says which it was.
 // It returns only when every rank has been reaped. One launch at a time per process (the signal
 // handlers are the process's). Progress lines go to `log`.
-// `fault`, when its rank is set, makes that rank leave at that epoch (kFailEpochVariable): the
-// bench's fault injection, seen by the rank's Communicator (nccl_comm.h).
+// `fault`, when its rank is set, is a crash from outside: the launcher sends that rank `signal`
+// (SIGKILL: it dies; SIGSTOP: it hangs) `after_s` seconds after its first heartbeat, that is once
+// it waits inside its training loop. The rank's code knows nothing of it, as with a real crash.
 struct Fault {
   int rank = -1;
-  int epoch = -1;
+  int signal = 9;  // SIGKILL
+  double after_s = 1.0;
 };
 // Where each worker's report (its stdout) goes: to the launcher's stderr, or nowhere, for a sweep
 // that reads the ranks' JSON and prints one row per launch. A worker's errors (its stderr) always show.

@@ -38,24 +38,24 @@ std::vector<std::int64_t> parse_point_list(const std::string& text, const char* 
   return workbook::parse_size_list(flag, text, 2, 2'000'000'000);
 }
 
-void require_rank_exists(int fail_rank, int ranks) {
-  if (fail_rank >= ranks) {
-    throw UsageError("--fail-rank " + std::to_string(fail_rank) + ": rank " + std::to_string(fail_rank) +
+void require_rank_exists(int fault_rank, int ranks) {
+  if (fault_rank >= ranks) {
+    throw UsageError("--fault-rank " + std::to_string(fault_rank) + ": rank " + std::to_string(fault_rank) +
                      " does not exist among " + std::to_string(ranks) + " (ranks are 0 to " +
                      std::to_string(ranks - 1) + ")");
   }
 }
 
-void check_ddp_flags(int nproc, int gpus, int fail_rank, DdpRuns ddp) {
-  if (ddp == DdpRuns::kNo && (fail_rank >= 0 || nproc > 0)) {
-    throw UsageError("--nproc, --fail-rank and --fail-epoch are for ddp (multi_gpu ddp ..., or no part: all of them)");
+void check_ddp_flags(int nproc, int gpus, int fault_rank, DdpRuns ddp) {
+  if (ddp == DdpRuns::kNo && (fault_rank >= 0 || nproc > 0)) {
+    throw UsageError("--nproc and --fault-rank are for ddp (multi_gpu_bench ddp ..., or no part: all of them)");
   }
   if (nproc > 0 && gpus > 0 && nproc > gpus) {
     throw UsageError("--nproc " + std::to_string(nproc) + " needs one GPU per rank, but --gpus is " +
                      std::to_string(gpus));
   }
   const int known_ranks = nproc > 0 ? nproc : gpus;  // 0: one per GPU found, known later
-  if (known_ranks > 0) require_rank_exists(fail_rank, known_ranks);
+  if (known_ranks > 0) require_rank_exists(fault_rank, known_ranks);
 }
 
 std::vector<int> usable_gpu_counts(const std::vector<int>& wanted, int available) {

@@ -4,6 +4,7 @@
 #include "bench_plan.h"
 #include "exchange.h"
 
+#include <csignal>
 #include <string>
 
 namespace workbook::multi_gpu {
@@ -24,8 +25,14 @@ BenchParts add_bench_options(CLI::App& app, BenchOptions& o) {
                   "largest point count checked against the float64 CPU reference");
   auto* ddp_group = app.add_option_group("ddp", "ddp ranks and faults");
   ddp_group->add_option("--nproc", o.nproc, "ranks the built-in launcher starts (default: one per GPU)")->type_name("N");
-  ddp_group->add_option("--fail-rank", o.fail_rank, "this rank fails at --fail-epoch (fault injection)")->type_name("R");
-  ddp_group->add_option("--fail-epoch", o.fail_epoch, "the epoch at which --fail-rank fails")->type_name("E");
+  ddp_group->add_option("--fault-rank", o.fault_rank,
+                        "a fault from outside: the launcher signals this rank once it trains (see --fault-signal)")
+      ->type_name("R");
+  ddp_group->add_option("--fault-signal", o.fault_signal, "kill (SIGKILL: a crash, the default) or stop (SIGSTOP: a hang)")
+      ->type_name("SIG");
+  ddp_group->add_option("--fault-after-s", o.fault_after_s,
+                        "seconds after the rank's first heartbeat, when it waits in its training loop (default 1)")
+      ->type_name("S");
   ddp_group->add_option("--timeout-s", o.timeout_s, "longest wait without progress; after a failure, the bound for every rank to stop");
   ddp_group->add_option("--launch-timeout-s", o.launch_timeout_s,
                         "bound of a whole launch (ddp, each scaling run), failure or not (default 10x --timeout-s)");
@@ -59,6 +66,12 @@ BenchParts add_bench_options(CLI::App& app, BenchOptions& o) {
   return parts;
 }
 
+int fault_signal_number(const std::string& name) {
+  if (name == "kill") return SIGKILL;
+  if (name == "stop") return SIGSTOP;
+  throw UsageError("--fault-signal must be kill or stop, got '" + name + "'");
+}
+
 void apply_quick(BenchOptions& o, const CLI::App& app) {
   if (!o.common.quick) return;
   auto unset = [&](const char* flag) { return app.count(flag) == 0; };
@@ -83,13 +96,9 @@ void validate(const BenchOptions& o) {
   require_at_least("--gpus", o.gpus, 0);
   require_at_least("--repeats", o.repeats, 1);
   require_at_least("--nproc", o.nproc, 0);
-  require_at_least("--fail-rank", o.fail_rank, -1);
-  require_at_least("--fail-epoch", o.fail_epoch, -1);
-  if ((o.fail_rank >= 0) != (o.fail_epoch >= 0)) throw UsageError("--fail-rank and --fail-epoch go together, each 0 or more");
-  if (o.fail_epoch >= o.config.epochs) {
-    throw UsageError("--fail-epoch must be below --epochs (" + std::to_string(o.config.epochs) + "), got " +
-                     std::to_string(o.fail_epoch));
-  }
+  require_at_least("--fault-rank", o.fault_rank, -1);
+  (void)fault_signal_number(o.fault_signal);
+  require_at_least("--fault-after-s", o.fault_after_s, 0.0);
   require_positive("--timeout-s", o.timeout_s);
   require_at_least("--launch-timeout-s", o.launch_timeout_s, 0.0);
   require_at_least("--min-bytes", o.min_bytes, 4);

@@ -34,12 +34,12 @@ std::vector<int> parse_int_list(const std::string& text, const char* flag);
 std::vector<std::int64_t> parse_point_list(const std::string& text, const char* flag);
 
 // The ddp flags against each other and the part that runs, before any CUDA call (UsageError):
-// --nproc and --fail-* only where ddp runs, --nproc at most --gpus, and --fail-rank one of the
+// --nproc and --fault-rank only where ddp runs, --nproc at most --gpus, and --fault-rank one of the
 // ranks when their number is known (--nproc, else --gpus; 0 for either means "not given").
-// require_rank_exists: "--fail-rank 5: rank 5 does not exist among 2 (ranks are 0 to 1)".
+// require_rank_exists: "--fault-rank 5: rank 5 does not exist among 2 (ranks are 0 to 1)".
 enum class DdpRuns { kNo, kYes };
-void check_ddp_flags(int nproc, int gpus, int fail_rank, DdpRuns ddp);
-void require_rank_exists(int fail_rank, int ranks);
+void check_ddp_flags(int nproc, int gpus, int fault_rank, DdpRuns ddp);
+void require_rank_exists(int fault_rank, int ranks);
 
 // The GPU counts a scaling run visits: each of `wanted` that this machine has, in order.
 std::vector<int> usable_gpu_counts(const std::vector<int>& wanted, int available);

@@ -36,16 +36,9 @@ struct Watch {
   double timeout_s = 30.0;           // the longest wait without progress
   ControlChannel* control = nullptr;  // the launcher's pipe, if any
   std::string who = "rank 0";         // names this process in messages
-  int fail_epoch = -1;                // the bench's fault injection (kFailEpochVariable); -1: none
 };
 
 class CommunicatorAborted : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// What a rank throws at the epoch multi_gpu_bench --fail-rank/--fail-epoch chose for it.
-class InjectedFault : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
@@ -73,10 +66,6 @@ class Communicator {
   ncclComm_t get() const { return comm_; }
   ncclComm_t release() noexcept { return std::exchange(comm_, nullptr); }  // the caller destroys it
 
-  // The training loop's all-reduce: the sum of `count` floats of every rank into `buffer`, in
-  // place, queued on `stream`. Its n-th call is epoch n of the first run: where watch.fail_epoch
-  // makes this rank leave instead (InjectedFault), as a crashed rank would.
-  void all_reduce_sum(float* buffer, std::size_t count, cudaStream_t stream, const Watch& watch);
   // Checks the result of an NCCL call on this communicator: ncclSuccess goes on, ncclInProgress
   // waits under `watch` until the call is done, anything else aborts and throws.
   void call(ncclResult_t result, const std::string& what, const Watch& watch);
@@ -107,7 +96,6 @@ class Communicator {
   void check_exchange(const std::string& what, const Watch& watch);
 
   ncclComm_t comm_ = nullptr;
-  int all_reduces_ = 0;  // all_reduce_sum calls so far
   std::function<void()> on_abort_;
   FailureProbe exchange_failure_;
 };

@@ -26,7 +26,6 @@ inline constexpr const char* kLocalRankVariable = "WORKBOOK_DDP_LOCAL_RANK";
 inline constexpr const char* kNcclIdVariable = "WORKBOOK_NCCL_ID";
 inline constexpr const char* kControlFdVariable = "WORKBOOK_DDP_CONTROL_FD";
 inline constexpr const char* kHeartbeatFdVariable = "WORKBOOK_DDP_HEARTBEAT_FD";
-inline constexpr const char* kFailEpochVariable = "WORKBOOK_DDP_FAIL_EPOCH";  // fault injection (the bench)
 
 // NVLink multicast (NVLS) stays off in every process of this program, whatever its parent had,
 // because a program that uses it can take a shared host's GPUs out of service. NCCL reads these
@@ -52,7 +51,6 @@ struct WorkerIdentity {
   std::string nccl_id_hex;
   int control_fd = -1;    // -1: no launcher pipe (e.g. started by hand)
   int heartbeat_fd = -1;  // the write end of the heartbeat pipe to the launcher, -1: none
-  int fail_epoch = -1;    // the bench's fault injection: this rank leaves at that epoch (-1: never)
 };
 
 // nullopt when kRankVariable is not set (not a worker); throws std::invalid_argument naming the

@@ -82,7 +82,6 @@ std::optional<WorkerIdentity> worker_identity_from_environment(EnvLookup getenv_
   w.nccl_id_hex = id;
   w.control_fd = read_int(getenv_fn, kControlFdVariable).value_or(-1);
   w.heartbeat_fd = read_int(getenv_fn, kHeartbeatFdVariable).value_or(-1);
-  w.fail_epoch = read_int(getenv_fn, kFailEpochVariable).value_or(-1);
   return w;
 }
 

@@ -30,8 +30,9 @@ struct BenchOptions {
   std::int64_t reference_max = 20'000'000;
   // ddp
   int nproc = 0;  // 0: one per GPU used
-  int fail_rank = -1;
-  int fail_epoch = -1;
+  int fault_rank = -1;             // this rank gets fault_signal from the launcher (-1: none)
+  std::string fault_signal = "kill";  // kill (a crash) or stop (a hang)
+  double fault_after_s = 1.0;        // after the rank's first heartbeat: inside its training loop
   double timeout_s = 30.0;
   double launch_timeout_s = 0.0;  // 0: 10x --timeout-s
   bool nccl_nonblocking = false;  // ncclConfig_t::blocking = 0 for the DDP communicators
@@ -64,5 +65,7 @@ BenchParts add_bench_options(CLI::App& app, BenchOptions& o);
 // --quick: small everything, unless the flag was given explicitly.
 void apply_quick(BenchOptions& o, const CLI::App& app);
 void validate(const BenchOptions& o);
+// --fault-signal's name as a signal number: kill -> SIGKILL, stop -> SIGSTOP; UsageError otherwise.
+int fault_signal_number(const std::string& name);
 
 }  // namespace workbook::multi_gpu

@@ -120,7 +120,8 @@ constexpr double kSilentMargin_s = 1.0;  // 10 heartbeat periods
 struct Liveness {
   bool stopped = false;
   int stop_signal = 0;
-  std::optional<double> last_beat_s;  // since the launch
+  std::optional<double> first_beat_s;  // since the launch
+  std::optional<double> last_beat_s;
 };
 
 // The rank among `candidates` (running, other than the one compared with) that stopped
@@ -161,12 +162,11 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& pare
   ours.emplace_back(kNcclIdVariable, identity.nccl_id_hex);
   if (identity.control_fd >= 0) ours.emplace_back(kControlFdVariable, std::to_string(identity.control_fd));
   if (identity.heartbeat_fd >= 0) ours.emplace_back(kHeartbeatFdVariable, std::to_string(identity.heartbeat_fd));
-  if (identity.fail_epoch >= 0) ours.emplace_back(kFailEpochVariable, std::to_string(identity.fail_epoch));
   std::vector<std::string> env;
   for (const std::string& entry : parent) {
     const std::string name = variable_name(entry);
     // never inherit a pipe number or a fault from an outer launcher
-    bool replaced = name == kControlFdVariable || name == kHeartbeatFdVariable || name == kFailEpochVariable;
+    bool replaced = name == kControlFdVariable || name == kHeartbeatFdVariable;
     for (const auto& [ours_name, value] : ours) replaced = replaced || name == ours_name;
     if (!replaced) env.push_back(entry);
   }
@@ -264,7 +264,6 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
       id.nccl_id_hex = nccl_id_hex;
       id.control_fd = pipe_fds[0];
       id.heartbeat_fd = beat_fds[1];
-      if (rank == fault.rank) id.fail_epoch = fault.epoch;
       // Everything the child needs is built before fork(): after it, the child only calls
       // async-signal-safe functions (prctl, getppid, sigaction, sigprocmask, dup2, close_range/fcntl,
       // execve, _exit).
@@ -372,10 +371,25 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
       if (c.heartbeat < 0) continue;
       char beats[64];
       ssize_t got = 0;
-      while ((got = read(c.heartbeat, beats, sizeof beats)) > 0) c.liveness.last_beat_s = seconds_since(start);
+      while ((got = read(c.heartbeat, beats, sizeof beats)) > 0) {
+        c.liveness.last_beat_s = seconds_since(start);
+        if (!c.liveness.first_beat_s) c.liveness.first_beat_s = c.liveness.last_beat_s;
+      }
       if (got == 0) {  // the rank closed its end (it exited): stop polling it
         close(c.heartbeat);
         c.heartbeat = -1;
+      }
+    }
+
+    // The fault asked for, if it is time: a signal from outside, as a crash or a hang arrives.
+    if (fault.rank >= 0 && fault.rank < nproc) {
+      const Child& victim = children[static_cast<std::size_t>(fault.rank)];
+      if (victim.running && victim.liveness.first_beat_s &&
+          seconds_since(start) >= *victim.liveness.first_beat_s + fault.after_s) {
+        log << "launcher: sending signal " << fault.signal << " (" << strsignal(fault.signal) << ") to rank "
+            << fault.rank << ", the fault asked for\n" << std::flush;
+        kill(victim.pid, fault.signal);
+        fault.rank = -1;  // once
       }
     }
 

@@ -5,7 +5,7 @@
 //
 //   multi_gpu_bench                              # everything: topology, allreduce, ddp, scaling
 //   multi_gpu_bench topology | allreduce | ddp | exchange | scaling   # one part
-//   multi_gpu_bench ddp --nproc 2 --fail-rank 1 --fail-epoch 50  # a rank dies; the others stop
+//   multi_gpu_bench ddp --nproc 2 --fault-rank 1   # the launcher kills rank 1 as it trains; the others stop
 //   multi_gpu_bench ddp --nproc 2 --exchange one_shot            # the ranks exchange by hand
 //   multi_gpu_bench --quick --gpus 1             # what the tests and compute-sanitizer run
 //
@@ -16,7 +16,7 @@
 #include "gpu_probe.h"
 #include "launcher.h"
 #include "measure.h"
-#include "multi_gpu.cuh"
+#include "multi_gpu.h"
 #include "nccl_check.h"
 #include "nccl_comm.h"
 #include "nvtx.h"
@@ -245,7 +245,7 @@ LaunchOutcome launch_ddp(const Options& o, const regression::Config& c, int npro
   NCCL_CHECK(ncclGetUniqueId(&id));  // this process hosts the bootstrap root until the ranks are done
   LaunchOutcome r;
   r.launch = launch_workers(lesson_program(), worker_arguments(o, c, json_path), nproc, encode_unique_id(id),
-                            LaunchBounds{o.timeout_s, launch_bound_s(o)}, log, Fault{o.fail_rank, o.fail_epoch},
+                            LaunchBounds{o.timeout_s, launch_bound_s(o)}, log, Fault{o.fault_rank, fault_signal_number(o.fault_signal), o.fault_after_s},
                             reports);
   std::ifstream file(json_path);
   if (file && file.peek() != std::ifstream::traits_type::eof()) {
@@ -367,7 +367,7 @@ int run_scaling(const Options& o, const std::vector<int>& devices, Report& repor
   for (std::int64_t p : parse_point_list(o.weak, "--weak")) cases.push_back({"weak", p});
   nlohmann::json rows = nlohmann::json::array();
   Options quiet = o;
-  quiet.fail_rank = quiet.fail_epoch = -1;
+  quiet.fault_rank = -1;
   quiet.reference_max = 0;  // scaling runs check bit-identity and one GPU, not the slow CPU reference
   for (const Case& k : cases) {
     double t1 = 0.0;
@@ -462,7 +462,7 @@ int run_exchange_epochs(const Options& o, const std::vector<int>& devices, const
           } else {
             Options q = o;
             q.exchange = exchange_name(kind);
-            q.fail_rank = q.fail_epoch = -1;
+            q.fault_rank = -1;
             q.reference_max = 0;  // checked against one GPU, as the scaling runs
             std::ostringstream log;
             const LaunchOutcome r = launch_ddp(q, c, n, log, WorkerReports::discarded);
@@ -518,11 +518,14 @@ int run(int argc, char** argv) {
   apply_quick(o, app);
   validate(o);
   const bool all = app.get_subcommands().empty();
-  check_ddp_flags(o.nproc, o.gpus, o.fail_rank, all || parts.ddp->parsed() ? DdpRuns::kYes : DdpRuns::kNo);
+  if (o.fault_rank < 0 && (app.count("--fault-signal") > 0 || app.count("--fault-after-s") > 0)) {
+    throw UsageError("--fault-signal and --fault-after-s go with --fault-rank");
+  }
+  check_ddp_flags(o.nproc, o.gpus, o.fault_rank, all || parts.ddp->parsed() ? DdpRuns::kYes : DdpRuns::kNo);
 
   const std::vector<int> devices = pick_devices(o.common.device, o.gpus);
-  // Without --nproc or --gpus, the ranks are the GPUs found: only now can --fail-rank be checked.
-  if (all || parts.ddp->parsed()) require_rank_exists(o.fail_rank, o.nproc > 0 ? o.nproc : static_cast<int>(devices.size()));
+  // Without --nproc or --gpus, the ranks are the GPUs found: only now can --fault-rank be checked.
+  if (all || parts.ddp->parsed()) require_rank_exists(o.fault_rank, o.nproc > 0 ? o.nproc : static_cast<int>(devices.size()));
   Report report("multi_gpu_bench", o.common.json);
   report.out() << "multi_gpu_bench: " << devices.size() << " GPU" << (devices.size() == 1 ? "" : "s")
                << " from device " << o.common.device << "\n";

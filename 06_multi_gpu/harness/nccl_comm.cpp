@@ -94,7 +94,6 @@ Communicator Communicator::init_rank(const ncclUniqueId& id, int ranks, int rank
 
 Communicator::Communicator(Communicator&& other) noexcept
     : comm_(std::exchange(other.comm_, nullptr)),
-      all_reduces_(other.all_reduces_),
       on_abort_(std::move(other.on_abort_)),
       exchange_failure_(std::move(other.exchange_failure_)) {}
 
@@ -102,7 +101,6 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
   if (this != &other) {
     abort();
     comm_ = std::exchange(other.comm_, nullptr);
-    all_reduces_ = other.all_reduces_;
     on_abort_ = std::move(other.on_abort_);
     exchange_failure_ = std::move(other.exchange_failure_);
   }
@@ -161,14 +159,6 @@ void Communicator::check_stop(const std::string& what, const Watch& watch, Clock
     fail(watch, watch.who + ": no progress for " + seconds(watch.timeout_s) + " in " + what +
          " (a peer rank failed or hangs)");
   }
-}
-
-void Communicator::all_reduce_sum(float* buffer, std::size_t count, cudaStream_t stream, const Watch& watch) {
-  if (all_reduces_++ == watch.fail_epoch) {
-    throw InjectedFault(watch.who + ": injected fault at epoch " + std::to_string(watch.fail_epoch) +
-                        " (multi_gpu_bench --fail-epoch): leaving without joining the all-reduce");
-  }
-  call(ncclAllReduce(buffer, buffer, count, ncclFloat, ncclSum, comm_, stream), "all-reduce", watch);
 }
 
 void Communicator::call(ncclResult_t result, const std::string& what, const Watch& watch) {

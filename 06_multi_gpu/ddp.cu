@@ -1,0 +1,154 @@
+// ddp.cu: chapter 06's DistributedDataParallel analog (the lesson's part 3). This process is one
+// rank and drives one GPU; the ranks meet only in NCCL. A launcher starts one copy of the program
+// per GPU (multi_gpu_bench's, as torchrun does, or mpirun) and hands each its rank and NCCL's
+// unique id; the rank makes its communicator from them (ncclCommInitRank: the init_process_group
+// of PyTorch), trains its shard, and all-reduces the three sums every epoch.
+//
+// What a rank must never do is wait forever: a peer that died leaves NCCL's kernels spinning on
+// this GPU. So the host never blocks in CUDA here: it waits with comm.wait_event (harness/
+// nccl_comm.h), which polls the GPU, NCCL's errors, the launcher's pipe and a clock, and aborts the
+// communicator when a peer is gone. That is the one call in the loop that keeps it safe.
+#include "multi_gpu.h"
+
+#include "cuda_check.h"
+#include "harness/symmetric_windows.h"
+#include "nccl_check.h"
+#include "nvtx.h"
+#include "one_shot_exchange.h"
+#include "stream.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace workbook::multi_gpu {
+namespace {
+
+// How many epochs the host may run ahead of the GPU before it waits (polling): enough that the
+// GPU never starves, few enough that a hang is seen within an epoch or two, and so few collectives
+// in flight that a blocking ncclAllReduce never waits for room in NCCL's queue.
+constexpr int kEpochsInFlight = 4;
+
+// --exchange one_shot: every rank's mailbox mapped here (CUDA IPC handles all-gathered over NCCL),
+// and a wait on the GPU that gives up is an error of the communicator's; nccl_symmetric: the sums
+// in a registered window.
+void connect_exchange(OneShotMailbox* mailbox, Communicator& comm, SymmetricWindows& windows, Replica& replica,
+                      int epochs, cudaStream_t stream, const Watch& watch, ParallelRun& out) {
+  if (mailbox != nullptr) {
+    comm.watch_exchange([mailbox] { mailbox->abort(); }, [mailbox, epochs] { return mailbox->failure(epochs); });
+    connect_over_nccl(*mailbox, comm, stream, watch);
+    replica.use_one_shot(mailbox);
+    out.exchange_note = kOneShotNote + std::string(" (CUDA IPC)");
+  } else if (out.exchange == exchange_name(ExchangeKind::kNcclSymmetric)) {
+    windows = SymmetricWindows::register_rank(comm, stream, watch);
+    out.exchange_note = windows.note();
+    if (windows.active()) replica.use_sums_buffer(windows.buffer(0));
+    else out.exchange = exchange_name(ExchangeKind::kNccl);
+  }
+}
+
+// Every rank's figures to every rank: one all-gather of a few doubles each (w and b as floats
+// widened exactly, so their bits survive). Pinned host memory: a copy from pageable memory would
+// block the host outside the watch.
+std::vector<RankResult> all_gather_results(const RankResult& mine, const Problem& problem, int world, int repeats,
+                                           Communicator& comm, cudaStream_t stream, const Watch& watch) {
+  constexpr int kFields = 8;
+  PinnedBuffer<double> host_fields(kFields), all(static_cast<std::size_t>(kFields) * world);
+  const double fields[kFields] = {static_cast<double>(mine.rank), static_cast<double>(mine.device), mine.w, mine.b,
+                                  mine.test_mse, mine.training_ms.median, mine.training_ms.min, mine.training_ms.max};
+  std::copy(fields, fields + kFields, host_fields.data());
+  DeviceBuffer<double> send(kFields), gathered(all.size());
+  CUDA_CHECK(cudaMemcpyAsync(send.data(), host_fields.data(), send.bytes(), cudaMemcpyHostToDevice, stream));
+  comm.call(ncclAllGather(send.data(), gathered.data(), kFields, ncclFloat64, comm.get(), stream), "result all-gather",
+            watch);
+  CUDA_CHECK(cudaMemcpyAsync(all.data(), gathered.data(), gathered.bytes(), cudaMemcpyDeviceToHost, stream));
+  Event done;
+  done.record(stream);
+  comm.wait_event(done.get(), "the result all-gather", watch);
+  std::vector<RankResult> ranks;
+  for (int k = 0; k < world; ++k) {
+    const double* f = all.data() + static_cast<std::size_t>(k) * kFields;
+    RankResult r;
+    r.rank = static_cast<int>(f[0]);
+    r.device = static_cast<int>(f[1]);
+    r.w = static_cast<float>(f[2]);
+    r.b = static_cast<float>(f[3]);
+    r.test_mse = f[4];
+    r.training_ms.median = f[5];
+    r.training_ms.min = f[6];
+    r.training_ms.max = f[7];
+    r.training_ms.count = static_cast<std::size_t>(repeats);
+    r.epoch_us = 1e3 * f[5] / problem.config.epochs;
+    r.shard_points = shard_of(problem.train_points, world, k).count;
+    ranks.push_back(r);
+  }
+  return ranks;
+}
+
+}  // namespace
+
+ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& s, int repeats) {
+  NvtxRange range("distributed data parallel");
+  const int epochs = problem.config.epochs;
+  const Watch& watch = s.watch;
+  CUDA_CHECK(cudaSetDevice(s.device));
+  Stream stream;
+  const cudaStream_t st = stream.get();
+  const Shard train = shard_of(problem.train_points, s.world_size, s.rank);
+  const Shard test = shard_of(problem.test_points, s.world_size, s.rank, problem.train_points);
+  require_gpu_memory("--points " + std::to_string(problem.config.points) + " (rank " + std::to_string(s.rank) +
+                         "'s shard of " + std::to_string(s.world_size) + ")",
+                     Replica::bytes_needed(problem, train, test));
+  Replica replica(problem, train, test, st);
+  // one_shot: this rank's mailbox, made before the communicator so that it outlives it (an abort
+  // of the communicator first stops the mailbox's waits on the GPU). Its waits give up a little
+  // before the host's would, so that the error names the rank that never came.
+  std::optional<OneShotMailbox> mailbox;
+  if (s.exchange == ExchangeKind::kOneShot) mailbox.emplace(s.world_size, s.rank, 0.9 * watch.timeout_s);
+  // This rank's communicator: every rank calls this with the same unique id; it returns when all joined.
+  Communicator comm = Communicator::init_rank(s.id, s.world_size, s.rank, watch, s.nonblocking);
+  ParallelRun out;
+  out.mode = "ddp";
+  out.exchange = exchange_name(s.exchange);
+  SymmetricWindows windows;  // nccl_symmetric: the sums in a registered window
+  connect_exchange(mailbox ? &*mailbox : nullptr, comm, windows, replica, epochs, st, watch, out);
+
+  Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
+  std::vector<Event> progress(static_cast<std::size_t>(epochs));  // the host's pacing marks
+  // One run: the same three steps as DataParallel's, for this rank's GPU alone.
+  auto run = [&] {
+    replica.enqueue_reset();
+    start.record(st);
+    for (int e = 0; e < epochs; ++e) {
+      replica.enqueue_sums();  // one_shot: its last block also writes the sums into every rank's mailbox
+      if (!mailbox) comm.call(ncclAllReduce(replica.sums(), replica.sums(), 3, ncclFloat, ncclSum, comm.get(), st),
+                              "all-reduce", watch);
+      replica.enqueue_step(e);  // one_shot: waits for every rank's slot, adds them in rank order, steps
+      progress[e].record(st);
+      if (e >= kEpochsInFlight) {  // at most kEpochsInFlight epochs ahead of the GPU, never blocked in CUDA
+        comm.wait_event(progress[e - kEpochsInFlight].get(), "epoch " + std::to_string(e - kEpochsInFlight), watch);
+      }
+    }
+    stop.record(st);
+    comm.wait_event(stop.get(), "the last epochs", watch);
+    return static_cast<double>(elapsed_ms(start, stop));
+  };
+  run();  // the warm-up; its result is the one checked, as every run gives the same bits
+  std::vector<double> runs_ms;
+  for (int i = 0; i < repeats; ++i) runs_ms.push_back(run());
+
+  replica.enqueue_test_sums();
+  comm.call(ncclAllReduce(replica.test_sums(), replica.test_sums(), 3, ncclFloat, ncclSum, comm.get(), st),
+            "test all-reduce", watch);
+  Event done;
+  done.record(st);
+  comm.wait_event(done.get(), "the test all-reduce", watch);
+  if (mailbox) mailbox->disconnect();  // unmapped before the all-gather, so no rank frees a mapped mailbox
+  const RankResult mine = rank_result(s.rank, s.device, replica, problem, runs_ms);
+  out.ranks = all_gather_results(mine, problem, s.world_size, repeats, comm, st, watch);
+  out.losses = replica.read(epochs).losses;  // every rank's losses are the same bits
+  windows.close();
+  comm.finalize(watch);
+  return out;
+}
+
+}  // namespace workbook::multi_gpu

@@ -1,0 +1,86 @@
+// replica.h: what one GPU holds and does in chapter 06's data-parallel training (replica.cu).
+//
+//   Replica replica(problem, shard_of(train_points, ranks, rank), test_shard, stream);
+//   replica.enqueue_sums();        // sums() = this shard's {sum r^2, sum r x, sum r}
+//   ... all-reduce sums() over the GPUs, or --exchange one_shot (the kernels exchange them) ...
+//   replica.enqueue_step(epoch);   // w, b -= lr * gradient of the whole set: the same bits everywhere
+//
+// Host-only declarations (g++ compiles this header); the kernels live in replica.cu.
+#pragma once
+
+#include "device_buffer.h"
+#include "gpu_memory.h"
+#include "harness/sharding.h"
+#include "regression_problem.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace workbook::multi_gpu {
+
+class OneShotMailbox;  // one_shot_exchange.h
+
+// The training problem every rank agrees on: the regression's Config (points are the global
+// data set) with the learning rate actually used.
+struct Problem {
+  regression::Config config;
+  std::int64_t train_points = 0;  // of the whole data set (first 80%)
+  std::int64_t test_points = 0;
+};
+Problem make_problem(const regression::Config& config);
+
+// The CPU twin of one epoch's sums over points [first, first + count) of the data set, in double:
+// {sum r^2, sum r x, sum r} with r = w x + b - y. The replica's float sums match it within
+// 04's tolerance (tests/test_06_multi_gpu.cpp).
+struct ShardSums {
+  double rr = 0.0, rx = 0.0, r = 0.0;
+};
+ShardSums shard_sums_cpu(const regression::Dataset& data, Shard shard, double w, double b);
+
+// One GPU's part of data-parallel training: its shard of X and y (made on this GPU from the
+// global indices, the same bits as the whole set's), w and b, and the three sums of an epoch.
+// Every method only queues work on `stream`; the caller synchronizes.
+class Replica {
+ public:
+  // Allocates on the current device and makes the shard's data. With noise, the whole noise
+  // vector is drawn (cuRAND, as chapter 04) and the shard's slice used.
+  Replica(const Problem& problem, Shard train, Shard test, cudaStream_t stream);
+  // What that constructor allocates on the current device (ask require_gpu_memory before it).
+  static ByteCount bytes_needed(const Problem& problem, Shard train, Shard test);
+
+  void enqueue_reset();          // w = 0.83, b = 0.7645, for a new run
+  void enqueue_sums();           // sums() = {sum r^2, sum r x, sum r} over the training shard
+  float* sums() { return exchange_sums_ != nullptr ? exchange_sums_ : sums_.data(); }  // the all-reduce buffer
+  void enqueue_step(int epoch);  // losses[epoch] = sums[0] / n; w, b -= lr * 2/n * sums[1], sums[2]
+  // --exchange nccl_symmetric: the sums go to (and the step reads them from) `window`, 3 floats
+  // of a registered symmetric window on this device, instead of this replica's own buffer.
+  void use_sums_buffer(float* window) { exchange_sums_ = window; }
+  // --exchange one_shot: enqueue_sums's last block also publishes the sums to every rank's
+  // mailbox, and enqueue_step first waits for every rank's slot and steps on their sum.
+  void use_one_shot(const OneShotMailbox* mailbox) { one_shot_ = mailbox; }
+  void enqueue_test_sums();      // test_sums() = {sum r^2 over the test shard, 0, 0}
+  float* test_sums() { return test_sums_.data(); }
+
+  // After the stream is synchronized: w, b, the losses of `epochs` epochs, the (reduced) test sums.
+  struct Result {
+    float w = 0.0f, b = 0.0f;
+    float test_sum = 0.0f;
+    std::vector<float> losses;
+  };
+  Result read(int epochs) const;
+  Shard train_shard() const { return train_; }
+
+ private:
+  Problem problem_;
+  Shard train_, test_;
+  cudaStream_t stream_;
+  int blocks_ = 1, test_blocks_ = 1;
+  DeviceBuffer<float> x_, y_, test_x_, test_y_, partials_, sums_, test_sums_, params_, losses_;
+  DeviceBuffer<unsigned> done_count_;
+  float* exchange_sums_ = nullptr;
+  const OneShotMailbox* one_shot_ = nullptr;
+};
+
+}  // namespace workbook::multi_gpu
