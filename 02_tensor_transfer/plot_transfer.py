@@ -4,19 +4,25 @@
     python3 plot_transfer.py tensor_transfer_bench.json pytorch_transfer.json transfer_bandwidth.png
 
 Draws H2D and D2H GB/s against size for the three kinds of host memory (tensor_transfer_bench) and for
-PyTorch's pinned non_blocking copy, then prints the chapter's targets, judged on the same run.
+PyTorch's pinned non_blocking copy into OUT.png (or .pdf, .svg: any format matplotlib writes), then
+prints the chapter's targets, judged on the same run. Writes nothing else.
 """
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser  # noqa: E402  (usage errors: one line, exit 2)
+from workbook_cli import PLOT_FORMATS, Parser, run  # noqa: E402  (usage errors and bad files: one line, exit 2)
 
 plt = needs("matplotlib.pyplot")
 
 MiB = 1 << 20
+
+# What this script reads of each program's --json (workbook_cli.shape_error).
+ROWS = [{"kind": "text", "direction": "text", "bytes": "positive", "gbps": "positive",
+         "median_ms": "positive", "min_ms": "number", "max_ms": "number"}]
+BENCH = {"device": {"name": "text"}, "bandwidth": ROWS, "random_tensor": {"bytes": "whole", "speedup": "number"}}
+PYTORCH = {"bandwidth": ROWS, "random_tensor": {"speedup": "number"}}
 
 
 def series(rows, kind, direction):
@@ -45,18 +51,14 @@ def versus_pytorch(ours, theirs):
 
 def main():
     parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("cpp_json", metavar="tensor_transfer_bench.json")
-    parser.add_argument("torch_json", metavar="pytorch_transfer.json")
-    parser.add_argument("png", metavar="OUT.png")
+    parser.add_argument("cpp_json", metavar="tensor_transfer_bench.json", help="tensor_transfer_bench --json")
+    parser.add_argument("torch_json", metavar="pytorch_transfer.json", help="pytorch_transfer.py --json")
+    parser.add_argument("png", metavar="OUT.png", help="the figure to write (.png, .pdf, .svg, ...); its folder must exist")
     args = parser.parse_args()
-    for path in (args.cpp_json, args.torch_json):
-        if not os.path.isfile(path):
-            parser.error(f"{path}: no such file")
+    cpp, torch_run = parser.input_jsons((args.cpp_json, "tensor_transfer_bench", BENCH),
+                                        (args.torch_json, "pytorch_transfer", PYTORCH))
+    parser.output_file(args.png, PLOT_FORMATS)
     require("matplotlib.pyplot")
-    with open(args.cpp_json) as f:
-        cpp = json.load(f)
-    with open(args.torch_json) as f:
-        torch_run = json.load(f)
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
     styles = {"pageable": ("tab:red", "o"), "pinned": ("tab:blue", "s"), "registered": ("tab:green", "^")}
     for ax, direction in zip(axes, ("h2d", "d2h")):
@@ -85,10 +87,10 @@ def main():
     for direction in ("h2d", "d2h"):
         ours = row(cpp["bandwidth"], "pinned", direction, 256 * MiB)
         theirs = row(torch_run["bandwidth"], "pinned", direction, 256 * MiB)
-        best = max(r["gbps"] for r in cpp["bandwidth"] if r["direction"] == direction)
         if ours is None or theirs is None:
             print(f"  {direction}: no 256 MiB measurement (a --quick run?)")
             continue
+        best = max(r["gbps"] for r in cpp["bandwidth"] if r["direction"] == direction)
         verdict = versus_pytorch(ours, theirs)
         ok = verdict != "slower" and ours["gbps"] >= 0.9 * best
         print(f"  pinned {direction.upper()} 256 MiB: {ours['gbps']:.2f} GB/s (repeats spread {100 * spread(ours):.2f}%); "
@@ -103,4 +105,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main)

@@ -6,19 +6,24 @@
 Both files have the same fields (see the two programs); times are medians of CUDA-event timings.
 The comparison is only like for like when both ran the same workload (chunks, bytes and multiply-adds
 per element: run pytorch_streams.py with --iterations from the C++ JSON, as benchmark.sh does); the
-table is printed either way, but the exit status is 1 when they differ.
+table is printed either way, but the exit status is 1 when they differ. With OUT.csv it also writes
+the table there (and nothing anywhere else).
 """
 import csv
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from workbook_cli import Parser  # noqa: E402  (usage errors: one line, exit 2)
+from workbook_cli import Parser, run  # noqa: E402  (usage errors and bad files: one line, exit 2)
+
+# What this script reads of either program's --json (workbook_cli.shape_error); the times divide.
+MEDIAN = {"median": "positive"}
+SHAPE = {"stages": {"h2d_ms": MEDIAN, "compute_ms": MEDIAN, "d2h_ms": MEDIAN}, "serial_ms": MEDIAN,
+         "pipeline": [{"streams": "whole", "time_ms": MEDIAN}], "two_stream": {"time_ms": MEDIAN},
+         "workload": {"chunks": "whole", "chunk_elements": "whole", "iterations": "whole"}}
 
 
-def main(cpp_path, torch_path, csv_path=None):
-    cpp, pt = (json.load(open(p)) for p in (cpp_path, torch_path))
+def main(cpp, pt, csv_path=None):
     rows = [("H2D copy alone", cpp["stages"]["h2d_ms"]["median"], pt["stages"]["h2d_ms"]["median"]),
             ("compute alone", cpp["stages"]["compute_ms"]["median"], pt["stages"]["compute_ms"]["median"]),
             ("D2H copy alone", cpp["stages"]["d2h_ms"]["median"], pt["stages"]["d2h_ms"]["median"]),
@@ -51,9 +56,9 @@ if __name__ == "__main__":
     parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("cpp", metavar="CPP.json", help="streams_events --json")
     parser.add_argument("torch", metavar="TORCH.json", help="pytorch_streams.py --json")
-    parser.add_argument("csv", metavar="OUT.csv", nargs="?", help="the table as CSV")
+    parser.add_argument("csv", metavar="OUT.csv", nargs="?", help="the table as CSV (none without it); its folder must exist")
     args = parser.parse_args()
-    for path in (args.cpp, args.torch):
-        if not os.path.isfile(path):
-            parser.error(f"{path}: no such file")
-    sys.exit(main(args.cpp, args.torch, args.csv))
+    cpp, pt = parser.input_jsons((args.cpp, "streams_events", SHAPE), (args.torch, "pytorch_streams", SHAPE))
+    if args.csv:
+        parser.output_file(args.csv, ("csv",))
+    run(lambda: main(cpp, pt, args.csv))

@@ -7,17 +7,18 @@ the same shape and are drawn by this script too.
 
     python3 plot_trace.py trace.json timeline.png ["title"]
 
+It writes OUT.png (or .pdf, .svg: any format matplotlib writes) and nothing else.
+
 One row per stream (the trace's tracks), one bar per operation, coloured by stage. Tracks named
 "group: stream" are drawn in one panel per group, each panel's clock starting at its first bar,
 so the K-stream pipeline and the article's two-stream pattern sit one above the other.
 """
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser  # noqa: E402  (usage errors: one line, exit 2)
+from workbook_cli import PLOT_FORMATS, Parser, run  # noqa: E402  (usage errors and bad files: one line, exit 2)
 
 plt = needs("matplotlib.pyplot")  # the Agg backend: no display on the GPU machine
 patches = needs("matplotlib.patches")
@@ -30,16 +31,23 @@ LABELS = {"copy_in": "H2D copy", "compute": "compute kernel", "copy_out": "D2H c
 DEFAULT_TITLE = "streams_events_bench --trace: CUDA event timestamps per stream"
 
 
-def load(path):
-    with open(path) as f:
-        events = json.load(f)["traceEvents"]
-    names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "thread_name"}
-    ops = [e for e in events if e.get("ph") == "X"]
-    return names, ops
+def load(parser, path):
+    """The tracks' names {tid: name} and the operations (complete events, "ph": "X") of a Chrome
+    trace, checked for what main() reads; anything else (another program's JSON) ends the script."""
+    events = parser.input_json(path, None, {"traceEvents": [{}]})["traceEvents"]
+    tracks = [(i, e) for i, e in enumerate(events) if e.get("ph") == "M" and e.get("name") == "thread_name"]
+    ops = [(i, e) for i, e in enumerate(events) if e.get("ph") == "X"]
+    for what, found, shape in (("tracks (thread_name records)", tracks, {"tid": "whole", "args": {"name": "text"}}),
+                               ("operations (\"ph\": \"X\" records)", ops,
+                                {"tid": "whole", "ts": "number", "dur": "number", "cat?": "text"})):
+        if not found:
+            parser.fail(f"{path}: a trace with no {what}")
+        for i, e in found:
+            parser.check_shape(path, e, shape, f"traceEvents[{i}]")
+    return {e["tid"]: e["args"]["name"] for _, e in tracks}, [e for _, e in ops]
 
 
-def main(trace_path, png_path, title=DEFAULT_TITLE):
-    names, ops = load(trace_path)
+def main(names, ops, png_path, title=DEFAULT_TITLE):
     groups = {}
     for tid in sorted(names):
         group = names[tid].split(":")[0] if ":" in names[tid] else ""
@@ -73,10 +81,10 @@ if __name__ == "__main__":
     parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("trace", metavar="TRACE.json",
                         help="written by streams_events_bench, fused_kernels_bench or linear_regression_bench --trace")
-    parser.add_argument("png", metavar="OUT.png")
-    parser.add_argument("title", metavar="TITLE", nargs="?", default=DEFAULT_TITLE)
+    parser.add_argument("png", metavar="OUT.png", help="the picture to write (.png, .pdf, .svg, ...); its folder must exist")
+    parser.add_argument("title", metavar="TITLE", nargs="?", default=DEFAULT_TITLE, help=f"default: {DEFAULT_TITLE}")
     args = parser.parse_args()
-    if not os.path.isfile(args.trace):
-        parser.error(f"{args.trace}: no such file")
+    names, ops = load(parser, args.trace)
+    parser.output_file(args.png, PLOT_FORMATS)
     require("matplotlib.pyplot", "matplotlib.patches")
-    sys.exit(main(args.trace, args.png, args.title))
+    run(lambda: main(names, ops, args.png, args.title))

@@ -3,46 +3,73 @@
 
 Reads cuda.json, cpu.json, pytorch_cuda.json and pytorch_cpu.json (whichever exist) in RESULTS_DIR,
 with the per-step times of cuda and cpu from linear_regression_bench's cuda_steps.json and
-cpu_steps.json (the PyTorch script times its steps itself), and writes loss_curves.png (the printed losses of each run), times.png (training time and the
-per-epoch time of each step) and summary.md (the README's table).
+cpu_steps.json (the PyTorch script times its steps itself), and writes loss_curves.png (the printed
+losses of each run), times.png (training time and the per-epoch time of each step) and summary.md
+(the README's table) into RESULTS_DIR, as benchmark.sh does, or into --out DIR; nothing else.
 
-    python3 plot_regression.py RESULTS_DIR
+    python3 plot_regression.py RESULTS_DIR [--out DIR]
 """
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser  # noqa: E402  (usage errors: one line, exit 2)
+from workbook_cli import Parser, run  # noqa: E402  (usage errors and bad files: one line, exit 2)
 
 plt = needs("matplotlib.pyplot")
 
 RUNS = [("pytorch_cpu", "PyTorch CPU"), ("pytorch_cuda", "PyTorch GPU (eager)"),
         ("cpu", "this chapter, CPU (one core)"), ("cuda", "this chapter, CUDA kernels")]
 STEPS = ["forward", "loss", "backward", "step"]
+OUTPUTS = ["loss_curves.png", "times.png", "summary.md"]
+
+# What this script reads of each run's --json (workbook_cli.shape_error), and which program wrote it.
+STEP_ROWS = [{"step": "text", "ms": "number"}]
+RUN = {"device_name": "text", "ms": "positive", "min_ms": "number", "max_ms": "number", "points": "whole",
+       "epochs": "whole", "print_every": "whole", "losses": [{"epoch": "number", "loss": "number"}],
+       "w": "number", "b": "number", "test_mse": "number", "steps?": STEP_ROWS}
+PROGRAM = {"pytorch_cpu": "pytorch_regression", "pytorch_cuda": "pytorch_regression",
+           "cpu": "linear_regression", "cuda": "linear_regression"}
 
 
-def main(results):
-    runs = []
+def load_runs(parser, results):
+    """(key, label, JSON) of each run in RESULTS_DIR with its times and per-step times, every file
+    checked, and a note for each run left out: one with no times (its check failed) or no per-step
+    times (printed once the checks have passed, so that a refusal stays one line)."""
+    runs, notes = [], []
     for key, label in RUNS:
         path = os.path.join(results, key + ".json")
-        if os.path.exists(path):
-            with open(path) as f:
-                j = json.load(f)
-            if "ms" not in j:
-                continue
-            steps_path = os.path.join(results, key + "_steps.json")
-            if "steps" not in j and os.path.exists(steps_path):
-                with open(steps_path) as f:
-                    j["steps"] = json.load(f)["steps"]
-            if "steps" in j:
-                j["per_epoch_ms"] = {row["step"]: row["ms"] for row in j["steps"]}
-                runs.append((key, label, j))
+        if not os.path.exists(path):
+            continue
+        j = parser.input_json(path, PROGRAM[key])
+        if "ms" not in j:
+            notes.append(f"note: {path} left out: it has no training time (its check failed)")
+            continue
+        parser.check_shape(path, j, RUN)
+        steps_path = os.path.join(results, key + "_steps.json")
+        if "steps" not in j and os.path.exists(steps_path):
+            j["steps"] = parser.input_json(steps_path, "linear_regression_bench", {"steps": STEP_ROWS})["steps"]
+            path = steps_path
+        if "steps" not in j:
+            notes.append(f"note: {path} left out: no per-step times ({key}_steps.json is missing)")
+            continue
+        j["per_epoch_ms"] = {row["step"]: row["ms"] for row in j["steps"]}
+        missing = [step for step in STEPS if step not in j["per_epoch_ms"]]
+        if missing:
+            parser.fail(f"{path}: steps has no {', '.join(missing)}")
+        runs.append((key, label, j))
     if not runs:
-        print("no results to plot", file=sys.stderr)
-        return 1
+        parser.fail(f"{results}: no run to plot (none of {', '.join(k + '.json' for k, _ in RUNS)} with its times)")
+    return runs, notes
 
+
+def relative(x, reference):
+    return abs(x - reference) / abs(reference) if reference else float("nan")
+
+
+def main(runs, notes, out):
+    for note in notes:
+        print(note, file=sys.stderr)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for (key, label, j), style in zip(runs, ["s-", "o-", "^--", "x--"]):
         ax.plot([p["epoch"] for p in j["losses"]], [p["loss"] for p in j["losses"]], style, label=label,
@@ -54,7 +81,7 @@ def main(results):
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(os.path.join(results, "loss_curves.png"), dpi=120)
+    fig.savefig(os.path.join(out, "loss_curves.png"), dpi=120)
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
     labels = [label for _, label, _ in runs]
@@ -73,7 +100,7 @@ def main(results):
     right.set_title("per-operation time, one epoch")
     right.legend()
     fig.tight_layout()
-    fig.savefig(os.path.join(results, "times.png"), dpi=120)
+    fig.savefig(os.path.join(out, "times.png"), dpi=120)
 
     lines = ["| run | device | training time, median (min-max) | per epoch: forward / loss / backward / step (µs) "
              "| w | b | test MSE |", "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -87,21 +114,26 @@ def main(results):
         c, p = by_key["cuda"], by_key["pytorch_cuda"]
         lines.append("")
         lines.append("CUDA kernels vs PyTorch eager on the same GPU: %.2fx faster; |w - w_torch| / |w| = %.2g, "
-                     "|b - b_torch| / |b| = %.2g" % (p["ms"] / c["ms"],
-                                                    abs(c["w"] - p["w"]) / abs(c["w"]),
-                                                    abs(c["b"] - p["b"]) / abs(c["b"])))
-    with open(os.path.join(results, "summary.md"), "w") as f:
+                     "|b - b_torch| / |b| = %.2g" % (p["ms"] / c["ms"], relative(p["w"], c["w"]),
+                                                    relative(p["b"], c["b"])))
+    with open(os.path.join(out, "summary.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 
 
 if __name__ == "__main__":
-    parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", metavar="RESULTS_DIR", nargs="?", default=".",
-                        help="benchmark.sh's output folder (default: the current folder)")
+    parser = Parser(description=__doc__.splitlines()[0], usage="%(prog)s [-h] RESULTS_DIR [--out DIR]")
+    # nargs="?" and the check below, rather than a required argument: argparse would then name the
+    # missing folder before an unknown flag, which is the likelier mistake of the two.
+    parser.add_argument("results", metavar="RESULTS_DIR", nargs="?", help="benchmark.sh's output folder (required)")
+    parser.add_argument("--out", metavar="DIR", help=f"where to write {', '.join(OUTPUTS)} (default: RESULTS_DIR)")
     args = parser.parse_args()
-    if not os.path.isdir(args.results):
-        parser.error(f"{args.results}: no such folder")
+    if args.results is None:
+        parser.error("the following arguments are required: RESULTS_DIR")
+    parser.input_folder(args.results)
+    runs, notes = load_runs(parser, args.results)
+    out = args.results if args.out is None else args.out
+    parser.output_folder(out, OUTPUTS)
     require("matplotlib.pyplot")
-    sys.exit(main(args.results))
+    run(lambda: main(runs, notes, out))

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""plot_fused.py RESULTS_DIR: chapter 05's two charts and the README's table, from benchmark.sh's files.
+"""plot_fused.py RESULTS_DIR [--out DIR]: chapter 05's two charts and the README's table, from benchmark.sh's files.
+
+The charts go into RESULTS_DIR, as benchmark.sh does, or into --out DIR; nothing else is written.
 
 time_vs_size.png   training time (200 epochs) against points, log-log: every CUDA variant
                    (sweep.csv) and every PyTorch mode (pytorch_sweep.csv), with the largest size
@@ -9,27 +11,41 @@ per_operation.png  per-epoch time of each kernel / step at 5M points: 04's unfus
                    eager's steps (pytorch_sweep.json).
 Prints summary.md (a Markdown table and the chapter's targets, judged) on stdout.
 """
-import csv
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser  # noqa: E402  (usage errors: one line, exit 2)
+from workbook_cli import Parser, run  # noqa: E402  (usage errors and bad files: one line, exit 2)
 
 plt = needs("matplotlib.pyplot")
 
+OUTPUTS = ["time_vs_size.png", "per_operation.png"]
+# What this script reads of the sweeps' CSV and of the JSON files (workbook_cli.shape_error).
+NUMBERS = ("points", "median_ms", "us_per_epoch", "gbps", "copy_fraction", "copy_gbps", "passed")
+STEP_MS = {"*": "number"}
+BREAKDOWN = {"device_name?": "text", "per_epoch_ms?": {"unfused?": STEP_MS, "fused?": STEP_MS}}
+PYTORCH = {"per_epoch_ms?": {"eager?": STEP_MS}}
+SWEEP = {"on_chip?": {"train_points?": "number"}}
 
-def read_rows(path):
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        rows = list(csv.DictReader(f))
-    for r in rows:
-        for k in ("points", "median_ms", "us_per_epoch", "gbps", "copy_fraction", "copy_gbps", "passed"):
-            r[k] = float(r[k])
-    return [r for r in rows if r["passed"] and r["median_ms"] > 0]
+
+def load(parser, d):
+    """The rows of both sweeps that passed, and the three JSON files ({} for one that is missing),
+    every file that exists checked; no passed row in either sweep ends the script."""
+    def rows(name):
+        path = os.path.join(d, name)
+        found = parser.input_csv(path, NUMBERS, ("variant",)) if os.path.exists(path) else []
+        return [r for r in found if r["passed"] and r["median_ms"] > 0 and r["points"] > 0]
+
+    def json_file(name, program, shape):
+        path = os.path.join(d, name)
+        return parser.input_json(path, program, shape) if os.path.exists(path) else {}
+
+    found = (rows("sweep.csv"), rows("pytorch_sweep.csv"), json_file("breakdown.json", "fused_kernels_bench", BREAKDOWN),
+             json_file("pytorch_sweep.json", "pytorch_fused", PYTORCH), json_file("sweep.json", "fused_kernels_bench", SWEEP))
+    if not found[0] and not found[1]:
+        parser.fail(f"{d}: nothing to plot (no sweep.csv or pytorch_sweep.csv with a passed row)")
+    return found
 
 
 def fmt_points(n):
@@ -37,19 +53,7 @@ def fmt_points(n):
     return f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n // 1000}K" if n >= 1000 else str(n)
 
 
-def main():
-    parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", metavar="RESULTS_DIR", nargs="?", default=".",
-                        help="benchmark.sh's output folder (default: the current folder)")
-    d = parser.parse_args().results
-    if not os.path.isdir(d):
-        parser.error(f"{d}: no such folder")
-    require("matplotlib.pyplot")
-    cuda = read_rows(os.path.join(d, "sweep.csv"))
-    torch_rows = read_rows(os.path.join(d, "pytorch_sweep.csv"))
-    fused = json.load(open(os.path.join(d, "breakdown.json"))) if os.path.exists(os.path.join(d, "breakdown.json")) else {}
-    pyt = json.load(open(os.path.join(d, "pytorch_sweep.json"))) if os.path.exists(
-        os.path.join(d, "pytorch_sweep.json")) else {}
+def main(cuda, torch_rows, fused, pyt, sweep, out):
 
     # Chart 1: time vs size.
     fig, ax = plt.subplots(figsize=(9, 6))
@@ -64,7 +68,6 @@ def main():
         ax.plot([p for p, _ in pts], [t for _, t in pts], style, label=f"{side} {name}", markersize=4)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    sweep = json.load(open(os.path.join(d, "sweep.json"))) if os.path.exists(os.path.join(d, "sweep.json")) else {}
     room = sweep.get("on_chip", {}).get("train_points", 0)
     if room:  # training points are 80% of the points
         ax.axvline(room / 0.8, color="gray", linestyle=":", linewidth=1)
@@ -76,7 +79,7 @@ def main():
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
-    fig.savefig(os.path.join(d, "time_vs_size.png"), dpi=120)
+    fig.savefig(os.path.join(out, "time_vs_size.png"), dpi=120)
 
     # Chart 2: per-operation bars (microseconds per epoch) at 5M points.
     order = ["forward", "loss", "backward", "step", "fused kernel", "update"]  # JSON objects may sort keys
@@ -115,7 +118,7 @@ def main():
         ax.set_title("Where one epoch's time goes", fontsize=10)
         ax.legend(fontsize=8)
         fig.tight_layout()
-        fig.savefig(os.path.join(d, "per_operation.png"), dpi=120)
+        fig.savefig(os.path.join(out, "per_operation.png"), dpi=120)
 
     # The table: per size, every CUDA variant and PyTorch mode (ms for 200 epochs).
     variants = []
@@ -162,4 +165,17 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    parser = Parser(description=__doc__.splitlines()[0], usage="%(prog)s [-h] RESULTS_DIR [--out DIR]")
+    # nargs="?" and the check below, rather than a required argument: argparse would then name the
+    # missing folder before an unknown flag, which is the likelier mistake of the two.
+    parser.add_argument("results", metavar="RESULTS_DIR", nargs="?", help="benchmark.sh's output folder (required)")
+    parser.add_argument("--out", metavar="DIR", help=f"where to write {', '.join(OUTPUTS)} (default: RESULTS_DIR)")
+    args = parser.parse_args()
+    if args.results is None:
+        parser.error("the following arguments are required: RESULTS_DIR")
+    parser.input_folder(args.results)
+    inputs = load(parser, args.results)
+    out = args.results if args.out is None else args.out
+    parser.output_folder(out, OUTPUTS)
+    require("matplotlib.pyplot")
+    run(lambda: main(*inputs, out))

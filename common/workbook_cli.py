@@ -22,10 +22,23 @@ where a script allows it).
 
 The type= helpers raise UsageError, which Parser.parse_args turns into the one line; argparse's own
 errors (an unknown flag, a missing value) go through the same line.
+
+The plots and comparisons check their files the same way, before any import or work (the section
+"files" below): an input that is missing, is not JSON (or CSV), or was written by another program
+than the one named (every program's --json has a "program" field) or lacks a field the script
+reads; an output whose folder does not exist, that is a folder, or whose extension the script
+cannot write:
+
+    cpp, torch_run = p.input_jsons((args.cpp, "tensor_transfer_bench", SHAPE), (args.torch, "pytorch_transfer", SHAPE))
+    p.output_file(args.png, PLOT_FORMATS)
+    ...
+    run(main)   # an OSError after the checks (a disk full): one line, exit 1, not a traceback
 """
 import argparse
+import csv
 import json
 import math
+import os
 import sys
 
 _SCALE = {"k": 1_000, "m": 1_000_000, "g": 1_000_000_000}
@@ -37,10 +50,175 @@ class UsageError(Exception):
     """A bad flag value; the message names the flag and reads as one line."""
 
 
-class Parser(argparse.ArgumentParser):
+# ------------------------------------------------------------------------------ files
+# A shape is what a script reads of a JSON value: a dict of key -> shape ("key?" when the key may be
+# absent, "*" for every key present), a one-item list [shape] for a non-empty list of such items, or
+# one of the names below. The check runs before any work, so that the work itself needs no guards.
+
+_LEAVES = {
+    "text": ("text", lambda v: isinstance(v, str)),
+    "number": ("a number", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)),
+    "whole": ("a whole number", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    # a divisor, or a value on a log axis
+    "positive": ("a number above 0", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+                 and math.isfinite(v) and v > 0),
+}
+
+# The extensions savefig writes with the Agg backend (its get_supported_filetypes() in matplotlib
+# 3.6 and later), named here so that a bad name is refused before matplotlib is imported (and where
+# it is missing); a test checks that the installed matplotlib writes every one.
+PLOT_FORMATS = ("png", "pdf", "svg", "eps", "jpeg", "jpg", "pgf", "ps", "raw", "rgba", "svgz", "tif", "tiff", "webp")
+
+
+def shape_error(value, shape, where="the top level"):
+    """None when `value` has `shape`, else what differs, named by its place ("bandwidth[3].gbps")."""
+    def at(key):
+        return key if where == "the top level" else f"{where}.{key}"
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return f"{where} is not a JSON object"
+        for key, inner in shape.items():
+            keys = value.keys() if key == "*" else [key.rstrip("?")]
+            for k in keys:
+                if k not in value:
+                    if key.endswith("?"):
+                        continue
+                    return f"{at(k)} is missing"
+                error = shape_error(value[k], inner, at(k))
+                if error:
+                    return error
+        return None
+    if isinstance(shape, list):
+        if not isinstance(value, list) or not value:
+            return f"{where} is not a non-empty list"
+        for i, item in enumerate(value):
+            error = shape_error(item, shape[0], f"{where}[{i}]")
+            if error:
+                return error
+        return None
+    name, test = _LEAVES[shape]
+    return None if test(value) else f"{where} is not {name} (it is {json.dumps(value)[:40]})"
+
+
+def _read(parser, path, parse):
+    """parse(open file) for a file that exists; any failure is one line and exit 2."""
+    if os.path.isdir(path):
+        parser.fail(f"{path}: is a folder, not a file")
+    if not os.path.exists(path):
+        parser.fail(f"{path}: no such file")
+    try:
+        with open(path, newline="") as f:
+            return parse(f)
+    except OSError as e:
+        parser.fail(f"{path}: cannot read it ({e.strerror})")
+
+
+def _load_json(parser, path):
+    def parse(f):
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            parser.fail(f"{path}: not JSON ({e.msg} at line {e.lineno})")
+        except UnicodeDecodeError:  # a PNG, say
+            parser.fail(f"{path}: not JSON (not UTF-8 text)")
+    value = _read(parser, path, parse)
+    if not isinstance(value, dict):
+        parser.fail(f"{path}: not a JSON object")
+    return value
+
+
+def _written_by(value):
+    return value.get("program") if isinstance(value.get("program"), str) else None
+
+
+class FileChecks:
+    """Parser's checks of the files a script reads and writes; each ends the script through fail()."""
+
+    def input_jsons(self, *specs):
+        """The JSON objects of files given as (path, program, shape) tuples (program None: any, as a
+        Chrome trace, which has no "program" field), checked in that order. Two files given in each
+        other's place are named as swapped (by their "program" fields), not as two wrong files."""
+        values = [_load_json(self, path) for path, _, _ in specs]
+        found = [_written_by(v) for v in values]
+        wanted = [program for _, program, _ in specs]
+        if None not in wanted and found != wanted and sorted(map(str, found)) == sorted(wanted):
+            self.fail("the files are in the wrong order: " + ", ".join(
+                f"{path} is {program}'s" for (path, _, _), program in zip(specs, found)) +
+                f" (give {', then '.join(wanted)})")
+        for (path, program, shape), value, by in zip(specs, values, found):
+            if program and by != program:
+                self.fail(f"{path}: written by {by}, not by {program}" if by else
+                          f"{path}: not {program}'s JSON (it has no \"program\" field)")
+            self.check_shape(path, value, shape)
+        return values
+
+    def input_json(self, path, program, shape=None):
+        return self.input_jsons((path, program, shape))[0]
+
+    def check_shape(self, path, value, shape, where="the top level"):
+        error = shape_error(value, shape, where) if shape is not None else None
+        if error:
+            self.fail(f"{path}: {error}")
+
+    def input_csv(self, path, numbers, texts=()):
+        """The rows of CSV file `path` as dicts, each column of `numbers` as a float; the header must
+        hold every column named, and each such cell a number."""
+        def parse(f):
+            try:
+                reader = csv.DictReader(f)
+                return reader.fieldnames or [], list(reader)
+            except csv.Error as e:  # a NUL byte
+                self.fail(f"{path}: not CSV ({e})")
+            except UnicodeDecodeError:
+                self.fail(f"{path}: not CSV (not UTF-8 text)")
+        header, rows = _read(self, path, parse)
+        missing = [c for c in (*numbers, *texts) if c not in header]
+        if missing:
+            self.fail(f"{path}: not the expected CSV (no column {', '.join(missing)} in its first line)")
+        for line, row in enumerate(rows, start=2):
+            for column in numbers:
+                try:
+                    value = float(row[column])
+                except (TypeError, ValueError):  # TypeError: a short row's missing cell (None)
+                    value = math.nan
+                if not math.isfinite(value):
+                    self.fail(f"{path}: line {line}: {column} is not a number ({row[column]!r})")
+                row[column] = value
+        return rows
+
+    def input_folder(self, path, flag=""):
+        if not os.path.isdir(path):
+            self.fail(f"{flag + ' ' if flag else ''}{path}: "
+                      f"{'is a file, not a folder' if os.path.exists(path) else 'no such folder'}")
+
+    def output_file(self, path, formats):
+        """A file the script will write: not a folder, in a folder that exists, with an extension
+        from `formats` (e.g. PLOT_FORMATS)."""
+        folder = os.path.dirname(path) or "."
+        extension = os.path.splitext(path)[1][1:].lower()
+        if os.path.isdir(path):
+            self.fail(f"{path}: is a folder; name the file to write (e.g. {os.path.join(path, 'out.' + formats[0])})")
+        if not os.path.isdir(folder):
+            self.fail(f"{path}: there is no folder {folder} to write it in")
+        if extension not in formats:
+            what = f"cannot write a .{extension} file" if extension else "has no extension"
+            self.fail(f"{path}: {what} (use {', '.join('.' + f for f in formats[:3])}{' ...' if len(formats) > 3 else ''})")
+
+    def output_folder(self, path, names, flag="--out"):
+        """A folder the script writes `names` into (from `flag`, or the input folder, already
+        checked, where the flag is not given): it exists, and none of them is a folder there."""
+        self.input_folder(path, flag)
+        for name in names:
+            if os.path.isdir(os.path.join(path, name)):
+                self.fail(f"{os.path.join(path, name)}: is a folder, where this script writes a file")
+
+
+class Parser(FileChecks, argparse.ArgumentParser):
     """argparse, with every usage error as one line on stderr and exit code 2 (--help still exits 0)."""
 
     def error(self, message):
+        if message.startswith("the following arguments are required"):  # the usage too, on the same line
+            message += "; usage: " + self.format_usage().strip()[len("usage: "):]
         self.fail(message)
 
     def fail(self, message):
@@ -250,3 +428,14 @@ def write_json(target, result):
     else:
         with open(target, "w") as f:
             f.write(text)
+
+
+def run(main):
+    """sys.exit(main()), with an OSError after the checks (a full disk, a file removed meanwhile) as
+    one line and exit 1 (a run-time failure), not a traceback."""
+    try:
+        code = main()
+    except OSError as e:
+        print(f"error: {f'{e.filename}: ' if e.filename else ''}{e.strerror or e}", file=sys.stderr)
+        code = 1
+    sys.exit(code)

@@ -11,15 +11,17 @@
 So `--help` and argument errors work without torch, numpy or matplotlib. A package that is missing
 (or installed but broken) ends the script with one line on stderr and exit code 1:
 
-    error: this script needs matplotlib: pip install matplotlib
+    error: this script needs matplotlib: pip install -r requirements-plots.txt (the repository root's)
 
-requirements.txt at the repository root lists the packages and the versions the workbook was run with.
+requirements-plots.txt (numpy, matplotlib) and requirements-pytorch.txt (torch, numpy) at the repository
+root list the packages and the versions the workbook was run with; requirements.txt installs both.
 workbook_cli.py beside this file parses the flags by the C++ programs' rules (a bad value: one line, exit 2).
 """
 import importlib
 import sys
 
-_PIP = {"torch": "pip install torch (a CUDA build that your driver supports: see requirements.txt)"}
+_PIP = {"torch": "pip install torch (a CUDA build that your driver supports: see requirements-pytorch.txt)",
+        "matplotlib": "pip install -r requirements-plots.txt (the repository root's)"}
 
 
 def load(name):
