@@ -186,6 +186,37 @@ def ddp_part(results, lines):
             lines.append(f"  - the same with --nccl-nonblocking: {nonblocking:.2f} us/epoch ({nonblocking / a:.1f}x)")
 
 
+def dp_part(results, lines):
+    """The lesson's dp run (multi_gpu dp) and nn.DataParallel (pytorch_data_parallel.py) beside it."""
+    ranks = dig(load(os.path.join(results, "dp.json")), "ranks", default=[])
+    if ranks:
+        slowest = max(r.get("epoch_us", float("nan")) for r in ranks)
+        lines.append(f"- DataParallel analog, {len(ranks)} GPUs: {slowest:.2f} us/epoch")
+    torch = load(os.path.join(results, "pytorch_data_parallel.json"))
+    for run in dig(torch, "runs", default=[]):
+        if isinstance(run, dict) and "us_per_epoch" in run:
+            lines.append(f"- PyTorch {'nn.DataParallel' if run.get('run') == 'data_parallel' else 'plain model'} on "
+                         f"{run.get('gpus', '?')} GPU(s): {run['us_per_epoch']:.1f} us/epoch")
+    stages = dig(torch, "stages_us")
+    if isinstance(stages, dict) and stages:
+        lines.append("  - nn.DataParallel's stages, us per step: " +
+                     ", ".join(f"{k} {v:.1f}" for k, v in stages.items() if isinstance(v, (int, float))))
+
+
+def fault_part(results, lines):
+    """benchmark.sh's fault runs: which rank the launcher named, and how soon every rank had stopped."""
+    for name in sorted(os.listdir(results)):
+        if not (name.startswith("fault_") and name.endswith(".json")):
+            continue
+        launcher = dig(load(os.path.join(results, name)), "ddp", "launcher")
+        if not isinstance(launcher, dict):
+            lines.append(f"- {name}: no launcher record")
+            continue
+        lines.append(f"- fault {name[len('fault_'):-len('.json')]}: rank {launcher.get('failed_rank', '?')} named; "
+                     f"every rank stopped {launcher.get('stopped_after_s', float('nan')):.2f} s after the first exit "
+                     f"(bound {launcher.get('timeout_s', '?')} s)")
+
+
 def mpi_part(results, lines):
     for name in sorted(os.listdir(results)):
         if not (name.startswith("mpi_ddp_") and name.endswith(".json")):
@@ -249,16 +280,17 @@ def exchange_part(results, lines):
         lines.append(f"- epoch at {r['points']} points, {r['mode']} on {r['gpus']} GPUs, --exchange {r['exchange']} "
                      f"(ran {r.get('used', '?')}): {r['us_per_epoch']:.2f} us, of which the exchange and its waiting "
                      f"{r.get('exchange_us', float('nan')):.2f}{'' if r.get('passed', True) else ' FAILED'}")
-    # The issue's targets on 2 GPUs: the hand one-shot exchange at most 3 us; an epoch at 5M points at most 10 us.
+    # The chapter's targets on 2 GPUs: the hand one-shot exchange at most 2.5 us (near the NVLink
+    # floor); an epoch at 5M points at most 8 us.
     one_shot = [r["time_us"]["median"] for r in alone if r["exchange"] == "one_shot" and r["gpus"] == 2]
     if one_shot:
-        lines.append(f"- target, one_shot exchange on 2 GPUs <= 3 us: {one_shot[0]:.2f} us, "
-                     f"{'met' if one_shot[0] <= 3.0 else 'missed'}")
+        lines.append(f"- target, one_shot exchange on 2 GPUs <= 2.5 us: {one_shot[0]:.2f} us, "
+                     f"{'met' if one_shot[0] <= 2.5 else 'missed'}")
     at_5m = [r for r in epochs if r["points"] == 5_000_000 and r["gpus"] == 2 and r.get("passed", True)]
     if at_5m:
         best = min(at_5m, key=lambda r: r["us_per_epoch"])
-        lines.append(f"- target, epoch at 5M points on 2 GPUs <= 10 us: {best['us_per_epoch']:.2f} us "
-                     f"({best['mode']}, {best['exchange']}), {'met' if best['us_per_epoch'] <= 10.0 else 'missed'}")
+        lines.append(f"- target, epoch at 5M points on 2 GPUs <= 8 us: {best['us_per_epoch']:.2f} us "
+                     f"({best['mode']}, {best['exchange']}), {'met' if best['us_per_epoch'] <= 8.0 else 'missed'}")
 
 
 def main():
@@ -271,9 +303,11 @@ def main():
     lines = ["# Chapter 06 results", ""]
     allreduce_part(results, lines)
     scaling_part(results, lines)
+    dp_part(results, lines)
     ddp_part(results, lines)
     exchange_part(results, lines)
     mpi_part(results, lines)
+    fault_part(results, lines)
     print("\n".join(lines))
 
 
