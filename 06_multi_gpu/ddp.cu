@@ -31,14 +31,14 @@ constexpr int kEpochsInFlight = 4;
 // --exchange one_shot: every rank's mailbox mapped here (CUDA IPC handles all-gathered over NCCL),
 // and a wait on the GPU that gives up is an error of the communicator's; nccl_symmetric: the sums
 // in a registered window.
-void connect_exchange(OneShotMailbox* mailbox, Communicator& comm, SymmetricWindows& windows, Replica& replica,
-                      int epochs, cudaStream_t stream, const Watch& watch, ParallelRun& out) {
-  if (mailbox != nullptr) {
+void connect_exchange(ExchangeKind kind, OneShotMailbox* mailbox, Communicator& comm, SymmetricWindows& windows,
+                      Replica& replica, int epochs, cudaStream_t stream, const Watch& watch, ParallelRun& out) {
+  if (kind == ExchangeKind::kOneShot) {
     comm.watch_exchange([mailbox] { mailbox->abort(); }, [mailbox, epochs] { return mailbox->failure(epochs); });
     connect_over_nccl(*mailbox, comm, stream, watch);
     replica.use_one_shot(mailbox);
     out.exchange_note = kOneShotNote + std::string(" (CUDA IPC)");
-  } else if (out.exchange == exchange_name(ExchangeKind::kNcclSymmetric)) {
+  } else if (kind == ExchangeKind::kNcclSymmetric) {
     windows = SymmetricWindows::register_rank(comm, stream, watch);
     out.exchange_note = windows.note();
     if (windows.active()) replica.use_sums_buffer(windows.buffer(0));
@@ -86,31 +86,31 @@ std::vector<RankResult> all_gather_results(const RankResult& mine, const Problem
 
 }  // namespace
 
-ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& s, int repeats) {
+ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& setup, int repeats) {
   NvtxRange range("distributed data parallel");
   const int epochs = problem.config.epochs;
-  const Watch& watch = s.watch;
-  CUDA_CHECK(cudaSetDevice(s.device));
+  const Watch& watch = setup.watch;
+  CUDA_CHECK(cudaSetDevice(setup.device));
   Stream stream;
   const cudaStream_t st = stream.get();
-  const Shard train = shard_of(problem.train_points, s.world_size, s.rank);
-  const Shard test = shard_of(problem.test_points, s.world_size, s.rank, problem.train_points);
-  require_gpu_memory("--points " + std::to_string(problem.config.points) + " (rank " + std::to_string(s.rank) +
-                         "'s shard of " + std::to_string(s.world_size) + ")",
+  const Shard train = shard_of(problem.train_points, setup.world_size, setup.rank);
+  const Shard test = shard_of(problem.test_points, setup.world_size, setup.rank, problem.train_points);
+  require_gpu_memory("--points " + std::to_string(problem.config.points) + " (rank " + std::to_string(setup.rank) +
+                         "'s shard of " + std::to_string(setup.world_size) + ")",
                      Replica::bytes_needed(problem, train, test));
   Replica replica(problem, train, test, st);
   // one_shot: this rank's mailbox, made before the communicator so that it outlives it (an abort
   // of the communicator first stops the mailbox's waits on the GPU). Its waits give up a little
   // before the host's would, so that the error names the rank that never came.
   std::optional<OneShotMailbox> mailbox;
-  if (s.exchange == ExchangeKind::kOneShot) mailbox.emplace(s.world_size, s.rank, 0.9 * watch.timeout_s);
+  if (setup.exchange == ExchangeKind::kOneShot) mailbox.emplace(setup.world_size, setup.rank, 0.9 * watch.timeout_s);
   // This rank's communicator: every rank calls this with the same unique id; it returns when all joined.
-  Communicator comm = Communicator::init_rank(s.id, s.world_size, s.rank, watch, s.nonblocking);
+  Communicator comm = Communicator::init_rank(setup.id, setup.world_size, setup.rank, watch, setup.nonblocking);
   ParallelRun out;
   out.mode = "ddp";
-  out.exchange = exchange_name(s.exchange);
+  out.exchange = exchange_name(setup.exchange);
   SymmetricWindows windows;  // nccl_symmetric: the sums in a registered window
-  connect_exchange(mailbox ? &*mailbox : nullptr, comm, windows, replica, epochs, st, watch, out);
+  connect_exchange(setup.exchange, mailbox ? &*mailbox : nullptr, comm, windows, replica, epochs, st, watch, out);
 
   Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
   std::vector<Event> progress(static_cast<std::size_t>(epochs));  // the host's pacing marks
@@ -119,10 +119,14 @@ ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& s, int repeat
     replica.enqueue_reset();
     start.record(st);
     for (int e = 0; e < epochs; ++e) {
-      replica.enqueue_sums();  // one_shot: its last block also writes the sums into every rank's mailbox
-      if (!mailbox) comm.call(ncclAllReduce(replica.sums(), replica.sums(), 3, ncclFloat, ncclSum, comm.get(), st),
-                              "all-reduce", watch);
-      replica.enqueue_step(e);  // one_shot: waits for every rank's slot, adds them in rank order, steps
+      if (mailbox) {
+        replica.enqueue_epoch_one_shot(e);  // sums, every rank's mailbox, the sum in rank order, the step
+      } else {
+        replica.enqueue_sums();
+        comm.call(ncclAllReduce(replica.sums(), replica.sums(), 3, ncclFloat, ncclSum, comm.get(), st), "all-reduce",
+                  watch);
+        replica.enqueue_step(e);
+      }
       progress[e].record(st);
       if (e >= kEpochsInFlight) {  // at most kEpochsInFlight epochs ahead of the GPU, never blocked in CUDA
         comm.wait_event(progress[e - kEpochsInFlight].get(), "epoch " + std::to_string(e - kEpochsInFlight), watch);
@@ -132,7 +136,7 @@ ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& s, int repeat
     comm.wait_event(stop.get(), "the last epochs", watch);
     return static_cast<double>(elapsed_ms(start, stop));
   };
-  run();  // the warm-up; its result is the one checked, as every run gives the same bits
+  run();  // the warm-up, untimed (every run gives the same bits: what is read after the last is checked)
   std::vector<double> runs_ms;
   for (int i = 0; i < repeats; ++i) runs_ms.push_back(run());
 
@@ -143,8 +147,8 @@ ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& s, int repeat
   done.record(st);
   comm.wait_event(done.get(), "the test all-reduce", watch);
   if (mailbox) mailbox->disconnect();  // unmapped before the all-gather, so no rank frees a mapped mailbox
-  const RankResult mine = rank_result(s.rank, s.device, replica, problem, runs_ms);
-  out.ranks = all_gather_results(mine, problem, s.world_size, repeats, comm, st, watch);
+  const RankResult mine = rank_result(setup.rank, setup.device, replica, problem, runs_ms);
+  out.ranks = all_gather_results(mine, problem, setup.world_size, repeats, comm, st, watch);
   out.losses = replica.read(epochs).losses;  // every rank's losses are the same bits
   windows.close();
   comm.finalize(watch);

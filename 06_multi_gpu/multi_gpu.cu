@@ -91,11 +91,11 @@ struct Plan {  // what one device holds, all made with that device current (even
   std::vector<double> runs_ms;
 };
 
-void use(const Plan& p) { CUDA_CHECK(cudaSetDevice(p.device)); }
+void make_current(const Plan& p) { CUDA_CHECK(cudaSetDevice(p.device)); }  // launches go to the current device
 
 // One plan per device: its stream, its Replica over its shard, its events. Every device's shard is
 // asked for before any is allocated, so a size that does not fit is one line.
-std::vector<Plan> make_plans(const Problem& problem, const std::vector<int>& devices, const ExchangeOptions& x) {
+std::vector<Plan> make_plans(const Problem& problem, const std::vector<int>& devices, const ExchangeOptions& exchange) {
   const int count = static_cast<int>(devices.size());
   auto train_shard = [&](int d) { return shard_of(problem.train_points, count, d); };
   auto test_shard = [&](int d) { return shard_of(problem.test_points, count, d, problem.train_points); };
@@ -109,12 +109,12 @@ std::vector<Plan> make_plans(const Problem& problem, const std::vector<int>& dev
   for (int d = 0; d < count; ++d) {
     Plan& p = plans[d];
     p.device = devices[d];
-    use(p);
+    make_current(p);
     p.stream = std::make_unique<Stream>();
     p.replica = std::make_unique<Replica>(problem, train_shard(d), test_shard(d), p.stream->get());
     p.start = std::make_unique<Event>(EventTiming::kEnabled);
     p.stop = std::make_unique<Event>(EventTiming::kEnabled);
-    if (x.kind == ExchangeKind::kOneShot) p.mailbox = std::make_unique<OneShotMailbox>(count, d, x.timeout_s);
+    if (exchange.kind == ExchangeKind::kOneShot) p.mailbox = std::make_unique<OneShotMailbox>(count, d, exchange.timeout_s);
   }
   return plans;
 }
@@ -132,9 +132,9 @@ void all_reduce(std::vector<Plan>& plans, const CommunicatorGroup& comms, float*
 
 // --exchange one_shot: every mailbox learns where every other is (peer access is on), and the
 // replicas exchange through them; nccl_symmetric: the sums move into registered windows.
-void connect_exchange(std::vector<Plan>& plans, CommunicatorGroup& comms, SymmetricWindows& windows,
+void connect_exchange(ExchangeKind kind, std::vector<Plan>& plans, CommunicatorGroup& comms, SymmetricWindows& windows,
                       const std::vector<int>& devices, ParallelRun& out) {
-  if (plans.front().mailbox) {
+  if (kind == ExchangeKind::kOneShot) {
     std::vector<MailboxSlot*> mailboxes;
     for (Plan& p : plans) mailboxes.push_back(p.mailbox->local());
     for (Plan& p : plans) {
@@ -143,7 +143,7 @@ void connect_exchange(std::vector<Plan>& plans, CommunicatorGroup& comms, Symmet
     }
     comms.on_abort([&plans] { for (Plan& p : plans) p.mailbox->abort(); });
     out.exchange_note = kOneShotNote + std::string(" (peer access)");
-  } else if (out.exchange == exchange_name(ExchangeKind::kNcclSymmetric)) {
+  } else if (kind == ExchangeKind::kNcclSymmetric) {
     windows = SymmetricWindows::register_group(comms, devices);
     out.exchange_note = windows.note();
     if (!windows.active()) out.exchange = exchange_name(ExchangeKind::kNccl);
@@ -154,12 +154,12 @@ void connect_exchange(std::vector<Plan>& plans, CommunicatorGroup& comms, Symmet
 }  // namespace
 
 ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& devices, int repeats,
-                                ExchangeOptions x) {
+                                ExchangeOptions exchange) {
   NvtxRange range("data parallel");
-  const bool by_hand = x.kind == ExchangeKind::kOneShot;
+  const bool by_hand = exchange.kind == ExchangeKind::kOneShot;  // the one-shot exchange, no NCCL in the loop
   // one_shot: every GPU writes into every other's mailbox (on until the mailboxes are gone).
   const PeerAccess peer_access = by_hand ? PeerAccess(devices) : PeerAccess();
-  std::vector<Plan> plans = make_plans(problem, devices, x);
+  std::vector<Plan> plans = make_plans(problem, devices, exchange);
   const DrainMailboxesFirst drain_first(plans);  // runs before any plan is freed
   // One communicator per device, all made by this thread in one call (ncclCommInitAll). An
   // exception aborts them (CommunicatorGroup).
@@ -167,51 +167,58 @@ ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& 
   SymmetricWindows windows;  // nccl_symmetric: each GPU's sums in a registered window
   ParallelRun out;
   out.mode = "dp";
-  out.exchange = exchange_name(x.kind);
-  connect_exchange(plans, comms, windows, devices, out);
+  out.exchange = exchange_name(exchange.kind);
+  connect_exchange(exchange.kind, plans, comms, windows, devices, out);
 
   // One run: every epoch queued on every device (sums, then the all-reduce, then the step); the
   // host waits only at the end.
   auto run = [&] {
     for (Plan& p : plans) {
-      use(p);
+      make_current(p);
       p.replica->enqueue_reset();
       p.start->record(p.stream->get());
     }
     for (int e = 0; e < problem.config.epochs; ++e) {
-      for (Plan& p : plans) {
-        use(p);
-        p.replica->enqueue_sums();  // one_shot: its last block also writes the sums into every GPU's mailbox
+      if (by_hand) {  // one kernel per GPU: its sums, written into every GPU's mailbox, all of them added, the step
+        for (Plan& p : plans) {
+          make_current(p);
+          p.replica->enqueue_epoch_one_shot(e);
+        }
+        continue;
       }
-      if (!by_hand) all_reduce(plans, comms, &Replica::sums);  // every GPU's sums, added, on every GPU
       for (Plan& p : plans) {
-        use(p);
-        p.replica->enqueue_step(e);  // one_shot: waits for every GPU's slot, adds them in rank order, steps
+        make_current(p);
+        p.replica->enqueue_sums();  // each GPU: its shard's three sums
+      }
+      all_reduce(plans, comms, &Replica::sums);  // every GPU's sums, added, on every GPU
+      for (Plan& p : plans) {
+        make_current(p);
+        p.replica->enqueue_step(e);  // each GPU: the same step on the same sums
       }
     }
     for (Plan& p : plans) {
-      use(p);
+      make_current(p);
       p.stop->record(p.stream->get());
     }
     for (Plan& p : plans) {
-      use(p);
+      make_current(p);
       p.stream->synchronize();
       if (p.mailbox) p.mailbox->throw_if_failed("GPU " + std::to_string(p.device), problem.config.epochs);
       p.runs_ms.push_back(elapsed_ms(*p.start, *p.stop));
     }
   };
-  run();  // the warm-up; its result is the one checked, as every run gives the same bits
+  run();  // the warm-up, untimed (every run gives the same bits: what is read after the last is checked)
   for (Plan& p : plans) p.runs_ms.clear();
   for (int i = 0; i < repeats; ++i) run();
 
   // The test loss: each device's test shard, all-reduced like the gradient sums.
   for (Plan& p : plans) {
-    use(p);
+    make_current(p);
     p.replica->enqueue_test_sums();
   }
   all_reduce(plans, comms, &Replica::test_sums);
   for (std::size_t d = 0; d < plans.size(); ++d) {
-    use(plans[d]);
+    make_current(plans[d]);
     plans[d].stream->synchronize();
     out.ranks.push_back(rank_result(static_cast<int>(d), plans[d].device, *plans[d].replica, problem, plans[d].runs_ms));
   }
@@ -418,7 +425,7 @@ int run(int argc, char** argv) {
   CLI::App* ddp = app.add_subcommand("ddp", "DistributedDataParallel analog: one rank, started by mpirun or multi_gpu_bench");
   app.require_subcommand(0, 1);
   if (auto code = parse_command_line(app, argc, argv)) return *code;
-  if (o.common.quick && app.count("--points") == 0) o.config.points = 200'003;  // odd: shards of unequal size
+  if (o.common.quick && app.count("--points") == 0) o.config.points = 200'003;  // odd: the test shards of 2 GPUs differ in size, the training shards of 3
   if (o.common.quick && app.count("--epochs") == 0) o.config.epochs = 20;
   if (o.common.quick && app.count("--repeats") == 0) o.repeats = 1;
   if (o.common.quick && app.count("--timeout-s") == 0) o.timeout_s = 60.0;  // sanitizers slow everything down

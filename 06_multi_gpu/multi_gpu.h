@@ -61,7 +61,7 @@ struct ExchangeOptions {
 };
 
 // The DataParallel analog: one process, one host thread, one Replica per device, communicators
-// from ncclCommInitAll. One untimed run (checked), then `repeats` timed runs.
+// from ncclCommInitAll. One untimed run, then `repeats` timed runs (each gives the same bits).
 ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& devices, int repeats,
                                 ExchangeOptions exchange = {});
 

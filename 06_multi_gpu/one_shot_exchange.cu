@@ -14,6 +14,15 @@
 namespace workbook::multi_gpu {
 namespace {
 
+__global__ void one_shot_exchange_kernel(const float* sums, float* total, OneShotView v) {
+  one_shot_publish(v, sums[0], sums[1], sums[2]);
+  float t[3];
+  if (!one_shot_gather(v, t)) return;
+  total[0] = t[0];
+  total[1] = t[1];
+  total[2] = t[2];
+}
+
 __global__ void one_shot_publish_kernel(const float* sums, OneShotView v) {
   one_shot_publish(v, sums[0], sums[1], sums[2]);
 }
@@ -40,7 +49,7 @@ OneShotMailbox::OneShotMailbox(int world, int rank, double timeout_s) : timeout_
   CUDA_CHECK(cudaGetDevice(&device_));
   slots_ = DeviceBuffer<MailboxSlot>(2 * static_cast<std::size_t>(world));
   counters_ = DeviceBuffer<unsigned>(2);
-  CUDA_CHECK(cudaMemset(slots_.data(), 0, slots_.bytes()));  // tag 0: no exchange yet
+  CUDA_CHECK(cudaMemset(slots_.data(), 0, slots_.bytes()));  // exchange number 0: none yet
   CUDA_CHECK(cudaMemset(counters_.data(), 0, counters_.bytes()));
   CUDA_CHECK(cudaDeviceSynchronize());  // the zeros are in place before any (non-blocking) stream reads them
   // Pinned, mapped into every device's address space: the host writes `abort`, the GPU `code`.
@@ -154,6 +163,11 @@ void connect_over_nccl(OneShotMailbox& box, Communicator& comm, cudaStream_t str
   std::vector<cudaIpcMemHandle_t> handles(world);
   for (std::size_t r = 0; r < world; ++r) std::memcpy(&handles[r], host.data() + bytes * r, bytes);
   box.connect_ipc(handles);
+}
+
+void launch_one_shot_exchange(const float* sums, float* total, const OneShotMailbox& box, cudaStream_t stream) {
+  one_shot_exchange_kernel<<<1, 1, 0, stream>>>(sums, total, box.view());
+  CUDA_CHECK_LAUNCH();
 }
 
 void launch_one_shot_publish(const float* sums, const OneShotMailbox& box, cudaStream_t stream) {

@@ -1,6 +1,6 @@
 // one_shot_exchange.h: the gradient exchange written by hand, host side (g++ compiles this
 // header; the device code is one_shot_exchange.cuh). NCCL's all-reduce of 12 bytes is a chain of
-// steps (a ring or a tree, a protocol's flags, proxy-free but generic) that costs about ten
+// steps (a ring or a tree, a protocol's flags, proxy-free but generic) that costs several
 // microseconds; one NVLink write costs one or two. So each GPU simply writes its three sums into
 // a slot of EVERY GPU's mailbox, and each GPU waits until every slot of its own mailbox holds
 // this exchange's sums, then adds them in rank order 0..N-1: the same additions in the same
@@ -9,21 +9,24 @@
 //   OneShotMailbox box(world, rank, /*timeout_s=*/30.0);   // on the current device, zeroed
 //   box.connect(mailboxes);                // one process: every GPU's box.local(), peer access on
 //   connect_over_nccl(box, comm, stream, watch);            // one process per GPU: CUDA IPC handles
-//   replica.use_one_shot(&box);            // the sums kernel publishes, the step kernel gathers
+//   replica.use_one_shot(&box);            // the epoch becomes one kernel: sums, exchange, step
 //   if (auto why = box.failure(epochs)) ...                 // a peer never came: one line
 //
 // The mailbox: 2 sets of `world` slots, set = exchange & 1; slot r of a set is written by rank r
-// only. A slot is {3 floats, tag}: the writer stores the floats, fences (__threadfence_system),
-// then stores tag = the exchange's number; the reader waits until the tag is that number. The
-// flag travels with the data, so there is no barrier and nothing to reset between epochs; the
-// second set lets a fast rank write exchange s+1 while a slow one still reads exchange s. The
-// number is a counter in each GPU's memory (not a kernel argument), so a CUDA graph of the epoch
-// loop replays correctly.
+// only. A slot is three 8-byte words, one per sum: the float's bits in the low half and the
+// exchange's number in the high half (NCCL's LL protocol does the same). An aligned 8-byte store
+// arrives whole, so a reader that sees this exchange's number in a word has that word's sum too:
+// no fence between the data and a flag, no flag of its own, no barrier, and nothing to reset
+// between epochs (the numbers only grow). The second set lets a fast rank write exchange s+1
+// while a slow one still reads exchange s. The number is a counter in each GPU's memory (not a
+// kernel argument), so a CUDA graph of the epoch loop replays correctly.
 //
-// A peer that never writes must not hang the others: the wait gives up after `timeout_s`, or
-// within microseconds of the host setting the abort flag (Communicator::abort, this object's
-// destructor), and records which rank it waited for (ExchangeSignals, exchange.h); every later
-// wait on this GPU then returns at once (sticky), and the host turns the record into one line.
+// A peer that never writes must not hang the others. The wait spins on its own memory alone at
+// first; only once a peer is late does it read the GPU's clock and the host's abort flag: it gives
+// up after `timeout_s`, or within microseconds of the host setting the abort flag
+// (Communicator::abort, this object's destructor), and records which rank it waited for
+// (ExchangeSignals, exchange.h); every later wait on this GPU then returns at once (sticky), and
+// the host turns the record into one line.
 #pragma once
 
 #include "device_buffer.h"
@@ -41,10 +44,9 @@
 namespace workbook::multi_gpu {
 
 struct MailboxSlot {
-  float sums[3];
-  unsigned tag;  // the exchange whose sums these are; 0: none yet
+  unsigned long long word[3];  // sum k: its float bits | the exchange's number << 32 (0: none yet)
 };
-static_assert(sizeof(MailboxSlot) == 16, "one slot is one 16-byte line of 4 words");
+static_assert(sizeof(MailboxSlot) == 24, "one slot is three 8-byte words");
 
 inline constexpr int kMaxOneShotRanks = 8;  // one node's GPUs
 inline constexpr const char* kOneShotNote = "one_shot: each GPU writes its sums into a slot of every GPU's mailbox";
@@ -141,10 +143,11 @@ class DrainMailboxesFirst {
 // (waited for under `watch`), then opened: box.connect_ipc.
 void connect_over_nccl(OneShotMailbox& box, Communicator& comm, cudaStream_t stream, const Watch& watch);
 
-// The exchange alone, as two tiny kernels (the training fuses them into the sums and step
-// kernels): publish `sums` (3 floats on this device) to every rank's mailbox; wait for every
-// slot of this exchange and write their sum, added in rank order, to `total` (3 floats). For the
-// bench's timing and the tests.
+// The exchange alone (the training fuses it into the epoch's kernel): publish `sums` (3 floats on
+// this device) to every rank's mailbox, wait for every slot of this exchange and write their sum,
+// added in rank order, to `total` (3 floats). One kernel of one thread (the bench's timing), or
+// its two halves as two kernels (the tests, which order them by hand).
+void launch_one_shot_exchange(const float* sums, float* total, const OneShotMailbox& box, cudaStream_t stream);
 void launch_one_shot_publish(const float* sums, const OneShotMailbox& box, cudaStream_t stream);
 void launch_one_shot_gather(float* total, const OneShotMailbox& box, cudaStream_t stream);
 

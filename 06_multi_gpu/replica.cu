@@ -47,13 +47,11 @@ __global__ void set_params_kernel(float* params) {
   params[1] = kInitialB;
 }
 
-// Chapter 05's fused_sums_kernel<true> without the step: every block writes its partials, the last block
-// to be counted adds them in block order into sums[0..2] and resets the counter. kPublish (--exchange
-// one_shot): that last block also writes the three sums into every rank's mailbox.
-template <bool kPublish>
-__global__ void __launch_bounds__(kThreads)
-    shard_sums_kernel(const float* __restrict__ x, const float* __restrict__ y, std::int64_t n, const float* params,
-                      float* partials, unsigned* done_count, float* sums, OneShotView mailbox) {
+// Chapter 05's fused pass without the step: every block writes its partials, and the last block
+// to be counted adds them in block order and resets the counter. Returns true in that block only,
+// with the shard's three sums in `total` (valid in thread 0).
+__device__ __forceinline__ bool shard_sums(const float* __restrict__ x, const float* __restrict__ y, std::int64_t n,
+                                           const float* params, float* partials, unsigned* done_count, Sums& total) {
   const float w = params[0];
   const float b = params[1];
   const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -70,37 +68,53 @@ __global__ void __launch_bounds__(kThreads)
     is_last = atomicAdd(done_count, 1u) == gridDim.x - 1;
   }
   __syncthreads();
-  if (!is_last) return;
+  if (!is_last) return false;
   __threadfence();  // acquire: every counted block's partials after the count
-  const Sums total = reduce_partials(partials, stride, stride);
-  if (threadIdx.x == 0) {
-    sums[0] = total.rr;
-    sums[1] = total.rx;
-    sums[2] = total.r;
-    *done_count = 0;
-    if constexpr (kPublish) one_shot_publish(mailbox, total.rr, total.rx, total.r);
-  }
+  total = reduce_partials(partials, stride, stride);
+  if (threadIdx.x == 0) *done_count = 0;
+  return true;
 }
 
-// 05's apply_step on the all-reduced sums: the same float operations on every replica, so the
-// same bits of w and b everywhere. kGather (--exchange one_shot): the sums are first gathered
-// from this GPU's mailbox, every rank's slot added in rank order; a wait that gave up skips the step.
-template <bool kGather>
-__global__ void step_kernel(const float* all_reduced, float* params, float* losses, int epoch, float lr, float inv_n,
-                            float two_inv_n, OneShotView mailbox) {
-  float sums[3];
-  if constexpr (kGather) {
-    if (!one_shot_gather(mailbox, sums)) return;
-  } else {
-    sums[0] = all_reduced[0];
-    sums[1] = all_reduced[1];
-    sums[2] = all_reduced[2];
-  }
+// 05's apply_step on the summed sums: the same float operations on every replica, so the same bits
+// of w and b everywhere.
+__device__ __forceinline__ void sgd_step(const float sums[3], float* params, float* losses, int epoch, float lr,
+                                         float inv_n, float two_inv_n) {
   losses[epoch] = sums[0] * inv_n;
   const float grad_w = sums[1] * two_inv_n;
   const float grad_b = sums[2] * two_inv_n;
   params[0] -= lr * grad_w;
   params[1] -= lr * grad_b;
+}
+
+// The shard's sums into sums[0..2], for an all-reduce to add across the GPUs.
+__global__ void __launch_bounds__(kThreads)
+    shard_sums_kernel(const float* __restrict__ x, const float* __restrict__ y, std::int64_t n, const float* params,
+                      float* partials, unsigned* done_count, float* sums) {
+  Sums total;
+  if (!shard_sums(x, y, n, params, partials, done_count, total) || threadIdx.x != 0) return;
+  sums[0] = total.rr;
+  sums[1] = total.rx;
+  sums[2] = total.r;
+}
+
+__global__ void step_kernel(const float* all_reduced, float* params, float* losses, int epoch, float lr, float inv_n,
+                            float two_inv_n) {
+  const float sums[3] = {all_reduced[0], all_reduced[1], all_reduced[2]};
+  sgd_step(sums, params, losses, epoch, lr, inv_n, two_inv_n);
+}
+
+// --exchange one_shot: the whole epoch in one kernel. The last block's thread 0, once it has the
+// shard's sums, publishes them into every GPU's mailbox, waits for every GPU's, adds them in rank
+// order and steps; a wait that gave up skips the step.
+__global__ void __launch_bounds__(kThreads)
+    one_shot_epoch_kernel(const float* __restrict__ x, const float* __restrict__ y, std::int64_t n, float* params,
+                          float* partials, unsigned* done_count, float* losses, int epoch, float lr, float inv_n,
+                          float two_inv_n, OneShotView mailbox) {
+  Sums total;
+  if (!shard_sums(x, y, n, params, partials, done_count, total) || threadIdx.x != 0) return;
+  one_shot_publish(mailbox, total.rr, total.rx, total.r);
+  float all[3];
+  if (one_shot_gather(mailbox, all)) sgd_step(all, params, losses, epoch, lr, inv_n, two_inv_n);
 }
 
 }  // namespace
@@ -179,36 +193,35 @@ void Replica::enqueue_reset() {
 }
 
 void Replica::enqueue_sums() {
-  if (one_shot_ != nullptr) {
-    shard_sums_kernel<true><<<blocks_, kThreads, 0, stream_>>>(x_.data(), y_.data(), train_.count, params_.data(),
-                                                               partials_.data(), done_count_.data(), sums(),
-                                                               one_shot_->view());
-  } else {
-    shard_sums_kernel<false><<<blocks_, kThreads, 0, stream_>>>(x_.data(), y_.data(), train_.count, params_.data(),
-                                                                partials_.data(), done_count_.data(), sums(),
-                                                                OneShotView{});
-  }
+  shard_sums_kernel<<<blocks_, kThreads, 0, stream_>>>(x_.data(), y_.data(), train_.count, params_.data(),
+                                                       partials_.data(), done_count_.data(), sums());
   CUDA_CHECK_LAUNCH();
 }
 
 void Replica::enqueue_step(int epoch) {
-  const std::int64_t n = problem_.train_points;
-  const float lr = static_cast<float>(problem_.config.lr);
-  const float inv_n = static_cast<float>(1.0 / n), two_inv_n = static_cast<float>(2.0 / n);
-  if (one_shot_ != nullptr) {
-    step_kernel<true><<<1, 1, 0, stream_>>>(sums(), params_.data(), losses_.data(), epoch, lr, inv_n, two_inv_n,
-                                            one_shot_->view());
-  } else {
-    step_kernel<false><<<1, 1, 0, stream_>>>(sums(), params_.data(), losses_.data(), epoch, lr, inv_n, two_inv_n,
-                                             OneShotView{});
-  }
+  const Step k = step_constants();
+  step_kernel<<<1, 1, 0, stream_>>>(sums(), params_.data(), losses_.data(), epoch, k.lr, k.inv_n, k.two_inv_n);
   CUDA_CHECK_LAUNCH();
 }
 
+void Replica::enqueue_epoch_one_shot(int epoch) {
+  if (one_shot_ == nullptr) throw std::logic_error("Replica::enqueue_epoch_one_shot before use_one_shot");
+  const Step k = step_constants();
+  one_shot_epoch_kernel<<<blocks_, kThreads, 0, stream_>>>(x_.data(), y_.data(), train_.count, params_.data(),
+                                                           partials_.data(), done_count_.data(), losses_.data(), epoch,
+                                                           k.lr, k.inv_n, k.two_inv_n, one_shot_->view());
+  CUDA_CHECK_LAUNCH();
+}
+
+Replica::Step Replica::step_constants() const {
+  const std::int64_t n = problem_.train_points;  // of the whole set: every replica steps on the global mean
+  return Step{static_cast<float>(problem_.config.lr), static_cast<float>(1.0 / n), static_cast<float>(2.0 / n)};
+}
+
 void Replica::enqueue_test_sums() {
-  shard_sums_kernel<false><<<test_blocks_, kThreads, 0, stream_>>>(test_x_.data(), test_y_.data(), test_.count,
-                                                                   params_.data(), partials_.data(),
-                                                                   done_count_.data(), test_sums_.data(), OneShotView{});
+  shard_sums_kernel<<<test_blocks_, kThreads, 0, stream_>>>(test_x_.data(), test_y_.data(), test_.count,
+                                                            params_.data(), partials_.data(), done_count_.data(),
+                                                            test_sums_.data());
   CUDA_CHECK_LAUNCH();
 }
 

@@ -2,8 +2,9 @@
 //
 //   Replica replica(problem, shard_of(train_points, ranks, rank), test_shard, stream);
 //   replica.enqueue_sums();        // sums() = this shard's {sum r^2, sum r x, sum r}
-//   ... all-reduce sums() over the GPUs, or --exchange one_shot (the kernels exchange them) ...
+//   ... all-reduce sums() over the GPUs ...
 //   replica.enqueue_step(epoch);   // w, b -= lr * gradient of the whole set: the same bits everywhere
+//   replica.enqueue_epoch_one_shot(epoch);   // --exchange one_shot: all three in one kernel
 //
 // Host-only declarations (g++ compiles this header); the kernels live in replica.cu.
 #pragma once
@@ -57,9 +58,10 @@ class Replica {
   // --exchange nccl_symmetric: the sums go to (and the step reads them from) `window`, 3 floats
   // of a registered symmetric window on this device, instead of this replica's own buffer.
   void use_sums_buffer(float* window) { exchange_sums_ = window; }
-  // --exchange one_shot: enqueue_sums's last block also publishes the sums to every rank's
-  // mailbox, and enqueue_step first waits for every rank's slot and steps on their sum.
+  // --exchange one_shot: the epoch is one kernel, whose last block publishes the shard's sums to
+  // every rank's mailbox, waits for every rank's slot, and steps on their sum in rank order.
   void use_one_shot(const OneShotMailbox* mailbox) { one_shot_ = mailbox; }
+  void enqueue_epoch_one_shot(int epoch);
   void enqueue_test_sums();      // test_sums() = {sum r^2 over the test shard, 0, 0}
   float* test_sums() { return test_sums_.data(); }
 
@@ -73,6 +75,11 @@ class Replica {
   Shard train_shard() const { return train_; }
 
  private:
+  struct Step {
+    float lr, inv_n, two_inv_n;
+  };
+  Step step_constants() const;
+
   Problem problem_;
   Shard train_, test_;
   cudaStream_t stream_;

@@ -5,8 +5,8 @@
 // the whole-run bound, stdout, inherited descriptors, signals), the multicast-off environment,
 // the --exchange names and the line a failed one-shot wait becomes, and the program's usage errors.
 // [multigpu] cases (2 or 4 GPUs) run the program: DP and DDP equal to one GPU and to the float64
-// reference, every rank bit-identical, with every --exchange; all-reduce wrong elements 0; and
-// fault-injection runs (NCCL and one_shot) that end within their bound naming the failed rank.
+// reference, every rank bit-identical, with every --exchange; all-reduce wrong elements 0; and a
+// rank killed from outside (each --exchange), the others ending within their bound naming it.
 // [gpu] cases run one rank, the one-shot kernels included (a local mailbox; two mailboxes as
 // two ranks on one GPU; a rank that never publishes; the abort flag).
 #include "cuda_check.h"
@@ -487,6 +487,7 @@ TEST_CASE("programs: usage errors are exit 2 with a one-line reason") {
   // Each with the line it must print, all before any CUDA call (so the same without a GPU).
   const std::vector<std::pair<std::vector<std::string>, std::string>> bench_cases = {
       {{"ddp", "--fault-signal", "stop"}, "--fault-signal and --fault-after-s go with --fault-rank"},
+      {{"exchange-rank"}, "exchange-rank is one rank of `multi_gpu_bench exchange`, which starts it"},
       {{"ddp", "--fault-rank", "0", "--fault-signal", "term"}, "--fault-signal must be kill or stop, got 'term'"},
       {{"ddp", "--fault-rank", "0", "--fault-after-s", "-1"}, "--fault-after-s"},
       {{"--timeout-s", "0"}, "--timeout-s"},
@@ -656,7 +657,7 @@ TEST_CASE("one GPU: a replica's three sums match their CPU twin on uneven shards
   require_gpus(1);
   CUDA_CHECK(cudaSetDevice(0));
   regression::Config c;
-  c.points = 200'003;  // shards of 53334 and 53333 training points: a float4 tail of 1 or 2
+  c.points = 200'000;  // 160000 training points: shards of 53334, 53333 and 53333 (float4 tails of 2 and 1)
   c.epochs = 1;
   const Problem p = make_problem(c);
   const regression::Dataset data = regression::make_dataset_cpu(c);
@@ -845,7 +846,10 @@ TEST_CASE("bench exchange: every way's sums exact on 2 GPUs, every epoch checked
   require_gpus(2);
   const nlohmann::json j = run_json(WORKBOOK_BENCH_PROGRAM, {"exchange", "--quick", "--gpus", "2", "--gpu-counts", "2"});
   CHECK(j["passed"] == true);
-  REQUIRE(j["exchange"]["alone"].size() == 3);
+  // Three ways in one process, then one_shot with one process per GPU (mailboxes over CUDA IPC).
+  REQUIRE(j["exchange"]["alone"].size() == 4);
+  CHECK(j["exchange"]["alone"][3]["form"] == "ddp");
+  CHECK(j["exchange"]["alone"][3]["exchange"] == "one_shot");
   for (const auto& row : j["exchange"]["alone"]) {
     CAPTURE(row.dump());
     CHECK(row["correct"] == true);
@@ -913,6 +917,7 @@ TEST_CASE("a rank killed from outside as it trains: rank 0 stops within the boun
   CHECK(r.exit_code == 1);  // not 124: it ended by itself, within run_program's limit
   CHECK_THAT(r.out + r.err, ContainsSubstring("rank 1 failed (signal " + std::to_string(SIGKILL)));
   CHECK_THAT(r.out, ContainsSubstring("sending signal " + std::to_string(SIGKILL)));  // the launcher's log
+  CHECK_THAT(r.err, ContainsSubstring("rank 0: stopping in epoch"));  // it landed while rank 0 trained
   const nlohmann::json j = read_json(path);
   CHECK(j["passed"] == false);
   CHECK(j["ddp"]["launcher"]["failed_rank"] == 1);
@@ -1058,9 +1063,10 @@ TEST_CASE("launcher: a stopped rank is named, not the peer whose wait ran out") 
 }
 
 TEST_CASE("launcher: a fault from outside reaches its rank after that rank's first heartbeat") {
-  // Rank 1 beats for 3 s unless signalled; the fault (SIGKILL 0.2 s after its first beat) ends it
-  // first. Rank 0 beats until it is told that rank 1 failed (its control pipe), then exits 1.
-  const std::string script = "if [ $WORKBOOK_DDP_RANK = 1 ]; then " + beat_loop(60) + "exit 0; fi; " +
+  // Rank 1 first beats 0.5 s in, then for 3 s unless signalled; the fault (SIGKILL 0.2 s after
+  // that first beat) ends it first. Rank 0 waits until it is told that rank 1 failed (its control
+  // pipe), then exits 1.
+  const std::string script = "if [ $WORKBOOK_DDP_RANK = 1 ]; then sleep 0.5; " + beat_loop(60) + "exit 0; fi; " +
                              "read line <&$" + std::string(kControlFdVariable) + "; exit 1";
   std::ostringstream log;
   const LaunchResult r =
@@ -1071,9 +1077,24 @@ TEST_CASE("launcher: a fault from outside reaches its rank after that rank's fir
   CHECK(r.first_failure->signaled);
   CHECK(r.first_failure->status == 128 + SIGKILL);
   CHECK_FALSE(r.first_failure->killed);  // the fault's signal, not the launcher's bound
+  CHECK(r.first_failure->seconds >= 0.7);  // not before its first beat (0.5 s) and the fault's 0.2 s
+  CHECK(r.fault_sent);
   CHECK(describe_failure(r) == "rank 1 failed (signal 9 (Killed))");
   CHECK_THAT(log.str(), ContainsSubstring("sending signal 9 (Killed) to rank 1, the fault asked for"));
   require_every_rank_gone(r, 2);
+}
+
+TEST_CASE("launcher: a fault for a rank that ends first, or never beats, is not sent, and says so") {
+  std::ostringstream log;
+  // Rank 1 beats once and exits 0 at once; rank 0 never beats. Faults 5 s after the first beat.
+  const std::string script = "if [ $WORKBOOK_DDP_RANK = 1 ]; then " + beat_loop(1) + "fi; exit 0";
+  for (int rank : {0, 1}) {
+    CAPTURE(rank);
+    const LaunchResult r = launch_workers("/bin/sh", {"-c", script}, 2, "00", {5.0, 60.0, 5.0}, log, Fault{rank, SIGKILL, 5.0});
+    CHECK(r.ok());
+    CHECK_FALSE(r.fault_sent);
+    require_every_rank_gone(r, 2);
+  }
 }
 
 TEST_CASE("launcher: a running rank without heartbeats is named, one failing on its own is not") {

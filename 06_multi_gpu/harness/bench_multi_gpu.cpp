@@ -1,5 +1,5 @@
-// bench_multi_gpu.cpp: chapter 06's measuring harness, beside the lesson (multi_gpu.cu), whose
-// replica and training loops it links: what the GPUs can move between them, what an all-reduce
+// bench_multi_gpu.cpp: chapter 06's measuring harness, beside the lesson (replica.cu,
+// multi_gpu.cu, ddp.cu, one_shot_exchange.cu), whose replica and training loops it links: what the GPUs can move between them, what an all-reduce
 // costs, the DDP analog started by a launcher of its own (what torchrun does for one node) with
 // a fault injected on demand, strong and weak scaling, and the epoch's exchange done three ways.
 //
@@ -170,7 +170,7 @@ regression::Config training_config(const Options& o, std::int64_t points) {
 // ddp: the launcher, its workers (the lesson program's `multi_gpu ddp`), and the epoch's split
 
 // The arguments each worker gets: the training flags of this run, --json to a file the launcher
-// reads back (rank 0 writes it). The fault goes to one rank in its environment (rank_environment.h).
+// reads back (rank 0 writes it).
 std::vector<std::string> worker_arguments(const Options& o, const regression::Config& c, const std::string& json) {
   std::ostringstream lr;
   lr << std::setprecision(17) << c.lr;
@@ -293,6 +293,10 @@ int run_ddp_launcher(const Options& o, const std::vector<int>& devices, Report& 
       << "\nmulticast off (every rank sets it in main before any NCCL call): " << forced_environment_text() << "\n"
       << std::flush;
   const LaunchOutcome r = launch_ddp(o, c, nproc, out);
+  if (o.fault_rank >= 0 && !r.launch.fault_sent) {  // a fault asked for must have happened
+    report.check(false, "ddp: --fault-rank " + std::to_string(o.fault_rank) + ": rank " + std::to_string(o.fault_rank) +
+                            " ended (or never beat) before the fault was due: give the run more --repeats");
+  }
   nlohmann::json j = {{"rank0", r.rank0}};
   nlohmann::json exits = nlohmann::json::array();
   for (const ChildExit& e : r.launch.exits) {
@@ -406,8 +410,96 @@ int run_scaling(const Options& o, const std::vector<int>& devices, Report& repor
 
 constexpr ExchangeKind kExchanges[] = {ExchangeKind::kNccl, ExchangeKind::kNcclSymmetric, ExchangeKind::kOneShot};
 
-void run_exchange_alone(const Options& o, const std::vector<int>& devices, const std::vector<int>& counts,
-                        Report& report) {
+// The one-shot exchange alone in the DDP form: `n` ranks of this program's `exchange-rank`, each
+// timing its own GPU (measure_one_shot_rank) into a JSON file of its own; the slowest rank's
+// median is the row's.
+struct RanksOutcome {
+  std::optional<ExchangeRow> row;  // when every rank reported
+  std::string failure;             // else why not, in one line
+  int stop_signal = 0;
+};
+
+RanksOutcome one_shot_over_ranks(const Options& o, int n) {
+  char pattern[] = "/tmp/multi_gpu_exchange_XXXXXX";
+  const int fd = mkstemp(pattern);
+  if (fd < 0) throw std::runtime_error("cannot create a temporary file in /tmp");
+  close(fd);
+  const std::string base = pattern;
+  require_forced_environment();
+  ncclUniqueId id;
+  NCCL_CHECK(ncclGetUniqueId(&id));  // this process hosts the bootstrap root until the ranks are done
+  const std::vector<std::string> args = {
+      "exchange-rank", "--device", std::to_string(o.common.device), "--timeout-s", std::to_string(o.timeout_s),
+      "--iterations", std::to_string(o.allreduce.iterations), "--batches", std::to_string(o.allreduce.batches),
+      "--warmup", std::to_string(o.allreduce.warmup), "--json", base};
+  std::ostringstream log;
+  const LaunchResult launch = launch_workers(self_path(), args, n, encode_unique_id(id),
+                                             LaunchBounds{o.timeout_s, launch_bound_s(o)}, log, Fault{},
+                                             WorkerReports::discarded);
+  RanksOutcome out;
+  out.stop_signal = launch.stop_signal;
+  ExchangeRow slowest;
+  bool every_rank = true, all_correct = true;
+  for (int r = 0; r < n; ++r) {
+    const std::string path = base + "." + std::to_string(r);
+    std::ifstream file(path);
+    nlohmann::json j;
+    try {
+      if (file) file >> j;
+    } catch (const nlohmann::json::exception&) {
+      j = nullptr;
+    }
+    std::remove(path.c_str());
+    const nlohmann::json* row = j.is_object() && j.contains("exchange_rank") ? &j["exchange_rank"] : nullptr;
+    if (row == nullptr) {
+      every_rank = false;
+      continue;
+    }
+    ExchangeRow mine;
+    mine.kind = ExchangeKind::kOneShot;
+    mine.used = exchange_name(mine.kind);
+    mine.gpus = n;
+    mine.correct = (*row)["correct"].get<bool>();
+    mine.time_us.median = (*row)["time_us"]["median"].get<double>();
+    mine.time_us.min = (*row)["time_us"]["min"].get<double>();
+    mine.time_us.max = (*row)["time_us"]["max"].get<double>();
+    mine.time_us.count = (*row)["time_us"]["repeats"].get<std::size_t>();
+    all_correct = all_correct && mine.correct;
+    if (r == 0 || mine.time_us.median > slowest.time_us.median) slowest = mine;
+  }
+  std::remove(base.c_str());
+  if (launch.ok() && every_rank) {
+    out.row = slowest;
+    out.row->correct = all_correct;
+  } else {
+    out.failure = launch.first_failure ? describe_failure(launch) : "a rank wrote no result";
+  }
+  return out;
+}
+
+// One rank of one_shot_over_ranks, started by its launcher.
+int run_exchange_rank(const Options& o) {
+  const auto me = worker_identity_from_environment(&process_environment);
+  if (!me) throw UsageError("exchange-rank is one rank of `multi_gpu_bench exchange`, which starts it");
+  const GpuAvailability gpus = probe_gpus();
+  if (!gpus.available()) throw NoGpuError(gpus.reason);
+  CUDA_CHECK(cudaSetDevice(device_for_local_rank(me->local_rank, o.common.device, gpus.device_count)));
+  ControlChannel control(me->control_fd, me->heartbeat_fd);
+  const Watch watch{o.timeout_s, &control, "rank " + std::to_string(me->rank)};
+  Communicator comm = Communicator::init_rank(decode_unique_id(me->nccl_id_hex), me->world_size, me->rank, watch);
+  const ExchangeRow row = measure_one_shot_rank(comm, watch, me->rank, me->world_size, o.allreduce);
+  comm.finalize(watch);
+  Report report("multi_gpu_bench", o.common.json ? std::optional<std::string>(*o.common.json + "." +
+                                                                              std::to_string(me->rank))
+                                                 : std::nullopt);
+  report.json()["exchange_rank"] = {{"rank", me->rank}, {"time_us", stats_json(row.time_us)}, {"correct", row.correct}};
+  report.check(row.correct, "exchange-rank: wrong sums");
+  return report.finish();
+}
+
+// Returns the signal that stopped one of its launches, 0 if none.
+int run_exchange_alone(const Options& o, const std::vector<int>& devices, const std::vector<int>& counts,
+                       Report& report) {
   std::ostream& out = report.out();
   out << "-- alone, in one process (GPU time: each GPU's " << o.allreduce.iterations
       << " exchanges queued behind a latch, back to back; the slowest GPU's time per exchange, median of "
@@ -424,11 +516,36 @@ void run_exchange_alone(const Options& o, const std::vector<int>& devices, const
       if (!r.note.empty() && r.used != exchange_name(kind)) out << "        " << r.note << "\n";
       report.check(r.correct, std::string("exchange: ") + exchange_name(kind) + " on " + std::to_string(n) +
                                   " GPUs gave wrong sums");
-      rows.push_back({{"gpus", n}, {"exchange", exchange_name(kind)}, {"used", r.used}, {"note", r.note},
-                      {"time_us", stats_json(r.time_us)}, {"correct", r.correct}});
+      rows.push_back({{"gpus", n}, {"form", "dp"}, {"exchange", exchange_name(kind)}, {"used", r.used},
+                      {"note", r.note}, {"time_us", stats_json(r.time_us)}, {"correct", r.correct}});
     }
   }
+  out << "-- one_shot alone, one process per GPU (mailboxes over CUDA IPC; each rank replays a CUDA graph of "
+      << o.allreduce.iterations << " exchanges behind an all-reduce that lines the ranks up; the slowest rank's time "
+      << "per exchange, its median of " << o.allreduce.batches << " replays):\n"
+      << "  GPUs  exchange          ran               time us     min us     max us   sums\n";
+  for (int n : counts) {
+    const RanksOutcome r = one_shot_over_ranks(o, n);
+    if (r.stop_signal != 0) {
+      report.json()["exchange"]["alone"] = rows;
+      report.check(false, "exchange: stopped by signal " + std::to_string(r.stop_signal));
+      return r.stop_signal;
+    }
+    if (!r.row) {
+      out << std::setw(6) << n << "  one_shot          FAILED: " << r.failure << "\n";
+      report.check(false, "exchange: one_shot over " + std::to_string(n) + " ranks: " + r.failure);
+      continue;
+    }
+    const ExchangeRow& x = *r.row;
+    out << std::setw(6) << n << "  " << std::left << std::setw(18) << "one_shot" << std::setw(14) << x.used << std::right
+        << std::setw(11) << fixed(x.time_us.median, 2) << std::setw(11) << fixed(x.time_us.min, 2) << std::setw(11)
+        << fixed(x.time_us.max, 2) << "   " << (x.correct ? "exact" : "WRONG") << "\n";
+    report.check(x.correct, "exchange: one_shot over " + std::to_string(n) + " ranks gave wrong sums");
+    rows.push_back({{"gpus", n}, {"form", "ddp"}, {"exchange", "one_shot"}, {"used", x.used}, {"note", ""},
+                    {"time_us", stats_json(x.time_us)}, {"correct", x.correct}});
+  }
   report.json()["exchange"]["alone"] = rows;
+  return 0;
 }
 
 // The epoch with each exchange: the DataParallel analog in this process (checked: ranks
@@ -503,7 +620,7 @@ int run_exchange(const Options& o, const std::vector<int>& devices, Report& repo
   report.json()["exchange"] = {{"gpu_counts", counts}, {"iterations", o.allreduce.iterations},
                                {"batches", o.allreduce.batches}, {"repeats", o.repeats},
                                {"environment", forced_environment_json()}};
-  run_exchange_alone(o, devices, counts, report);
+  if (const int stop_signal = run_exchange_alone(o, devices, counts, report)) return stop_signal;
   return run_exchange_epochs(o, devices, counts, report);
 }
 
@@ -517,6 +634,7 @@ int run(int argc, char** argv) {
   if (auto code = parse_command_line(app, argc, argv)) return *code;
   apply_quick(o, app);
   validate(o);
+  if (parts.exchange_rank->parsed()) return run_exchange_rank(o);
   const bool all = app.get_subcommands().empty();
   if (o.fault_rank < 0 && (app.count("--fault-signal") > 0 || app.count("--fault-after-s") > 0)) {
     throw UsageError("--fault-signal and --fault-after-s go with --fault-rank");

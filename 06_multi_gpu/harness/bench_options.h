@@ -32,7 +32,7 @@ struct BenchOptions {
   int nproc = 0;  // 0: one per GPU used
   int fault_rank = -1;             // this rank gets fault_signal from the launcher (-1: none)
   std::string fault_signal = "kill";  // kill (a crash) or stop (a hang)
-  double fault_after_s = 1.0;        // after the rank's first heartbeat: inside its training loop
+  double fault_after_s = 1.0;        // after the rank's first heartbeat (its communicator is up)
   double timeout_s = 30.0;
   double launch_timeout_s = 0.0;  // 0: 10x --timeout-s
   bool nccl_nonblocking = false;  // ncclConfig_t::blocking = 0 for the DDP communicators
@@ -59,6 +59,7 @@ struct BenchParts {
   CLI::App* ddp = nullptr;
   CLI::App* exchange = nullptr;
   CLI::App* scaling = nullptr;
+  CLI::App* exchange_rank = nullptr;  // hidden: one rank of exchange's one-shot in the DDP form
 };
 
 BenchParts add_bench_options(CLI::App& app, BenchOptions& o);

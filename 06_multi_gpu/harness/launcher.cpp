@@ -165,7 +165,7 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& pare
   std::vector<std::string> env;
   for (const std::string& entry : parent) {
     const std::string name = variable_name(entry);
-    // never inherit a pipe number or a fault from an outer launcher
+    // never inherit a pipe number from an outer launcher
     bool replaced = name == kControlFdVariable || name == kHeartbeatFdVariable;
     for (const auto& [ours_name, value] : ours) replaced = replaced || name == ours_name;
     if (!replaced) env.push_back(entry);
@@ -382,13 +382,13 @@ LaunchResult launch_workers(const std::string& program, const std::vector<std::s
     }
 
     // The fault asked for, if it is time: a signal from outside, as a crash or a hang arrives.
-    if (fault.rank >= 0 && fault.rank < nproc) {
+    if (fault.rank >= 0 && fault.rank < nproc && !result.first_failure && stop_signals.first() == 0) {
       const Child& victim = children[static_cast<std::size_t>(fault.rank)];
       if (victim.running && victim.liveness.first_beat_s &&
           seconds_since(start) >= *victim.liveness.first_beat_s + fault.after_s) {
         log << "launcher: sending signal " << fault.signal << " (" << strsignal(fault.signal) << ") to rank "
             << fault.rank << ", the fault asked for\n" << std::flush;
-        kill(victim.pid, fault.signal);
+        result.fault_sent = kill(victim.pid, fault.signal) == 0;
         fault.rank = -1;  // once
       }
     }

@@ -19,6 +19,7 @@
 #include "rank_environment.h"
 
 #include <chrono>
+#include <csignal>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -70,6 +71,7 @@ struct LaunchResult {
   // stopped responding, that rank: the first failure was then most likely a peer that noticed.
   std::optional<Unresponsive> unresponsive;
   int stop_signal = 0;  // the first of SIGTERM, SIGINT, SIGHUP the launcher got (then forwarded), 0: none
+  bool fault_sent = false;  // the Fault's signal went to its rank (false: none asked, or the rank ended first)
   bool ok() const { return !first_failure && !timed_out && stop_signal == 0; }
 };
 
@@ -95,11 +97,13 @@ std::string describe_failure(const LaunchResult& r);
 // It returns only when every rank has been reaped. One launch at a time per process (the signal
 // handlers are the process's). Progress lines go to `log`.
 // `fault`, when its rank is set, is a crash from outside: the launcher sends that rank `signal`
-// (SIGKILL: it dies; SIGSTOP: it hangs) `after_s` seconds after its first heartbeat, that is once
-// it waits inside its training loop. The rank's code knows nothing of it, as with a real crash.
+// (SIGKILL: it dies; SIGSTOP: it hangs) `after_s` seconds after its first heartbeat. A rank beats
+// from its waits only, the first time once its communicator is up, so a run long enough to train
+// past that point is signalled as it trains. The rank's code knows nothing of it, as with a real
+// crash. A rank that has ended by then, or that never beats, is not signalled (fault_sent false).
 struct Fault {
   int rank = -1;
-  int signal = 9;  // SIGKILL
+  int signal = SIGKILL;
   double after_s = 1.0;
 };
 // Where each worker's report (its stdout) goes: to the launcher's stderr, or nowhere, for a sweep

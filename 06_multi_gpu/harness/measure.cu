@@ -15,6 +15,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <exception>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -385,8 +386,7 @@ ExchangeRow measure_exchange(const std::vector<int>& devices, ExchangeKind kind,
   };
   auto exchange_once = [&] {
     if (!one_shot) return nccl_all_reduce();
-    on_each([](Rank& k) { launch_one_shot_publish(k.input.data(), *k.mailbox, k.stream->get()); });
-    on_each([](Rank& k) { launch_one_shot_gather(k.output.data(), *k.mailbox, k.stream->get()); });
+    on_each([](Rank& k) { launch_one_shot_exchange(k.input.data(), k.output.data(), *k.mailbox, k.stream->get()); });
   };
 
   // Check: one exchange of the inputs; every GPU must hold k * n(n+1)/2 exactly (small integers).
@@ -440,6 +440,80 @@ ExchangeRow measure_exchange(const std::vector<int>& devices, ExchangeKind kind,
   windows.close();
   if (!one_shot) comms.finalize();
   CUDA_CHECK(cudaSetDevice(devices.front()));
+  return row;
+}
+
+ExchangeRow measure_one_shot_rank(Communicator& comm, const Watch& watch, int rank, int world,
+                                  AllreduceTiming timing) {
+  NvtxRange range("one-shot exchange alone, one rank");
+  Stream stream;
+  const cudaStream_t st = stream.get();
+  DeviceBuffer<float> input(3), output(3), start_line(1);
+  const float sums[3] = {1.0f * (rank + 1), 2.0f * (rank + 1), 3.0f * (rank + 1)};
+  CUDA_CHECK(cudaMemcpy(input.data(), sums, sizeof sums, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemset(output.data(), 0, output.bytes()));
+  CUDA_CHECK(cudaMemset(start_line.data(), 0, start_line.bytes()));
+  CUDA_CHECK(cudaDeviceSynchronize());  // a pageable copy may return before its DMA is done
+  // Its waits give up a little before the host's, so that the error names the rank that never came.
+  OneShotMailbox mailbox(world, rank, 0.9 * watch.timeout_s);
+  comm.watch_exchange([&mailbox] { mailbox.abort(); }, [&mailbox] { return mailbox.failure(0); });
+  // The caller's communicator outlives this mailbox: drop its hooks first, and, when an exception
+  // leaves, abort it first (which stops the mailbox's waits and NCCL's kernels) so that the
+  // mailbox's destructor finds nothing of this GPU still running.
+  struct Unhook {
+    Communicator& comm;
+    ~Unhook() {
+      if (std::uncaught_exceptions() > 0) comm.abort();
+      comm.watch_exchange({}, {});
+    }
+  } const unhook{comm};
+  connect_over_nccl(mailbox, comm, st, watch);
+  Event done, start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
+
+  ExchangeRow row;
+  row.kind = ExchangeKind::kOneShot;
+  row.used = exchange_name(row.kind);
+  row.gpus = world;
+  launch_one_shot_exchange(input.data(), output.data(), mailbox, st);  // the check: k * n(n+1)/2, exactly
+  done.record(st);
+  comm.wait_event(done.get(), "the checked exchange", watch);
+  float got[3] = {0, 0, 0};
+  CUDA_CHECK(cudaMemcpy(got, output.data(), sizeof got, cudaMemcpyDeviceToHost));
+  const float triangle = 0.5f * static_cast<float>(world * (world + 1));
+  row.correct = got[0] == triangle && got[1] == 2 * triangle && got[2] == 3 * triangle;
+
+  cudaGraph_t graph = nullptr;
+  {
+    StreamCapture capture(st);
+    for (int i = 0; i < timing.iterations; ++i) launch_one_shot_exchange(input.data(), output.data(), mailbox, st);
+    graph = capture.end();
+  }
+  cudaGraphExec_t replay = nullptr;
+  const cudaError_t instantiated = cudaGraphInstantiate(&replay, graph, 0);
+  (void)cudaGraphDestroy(graph);
+  CUDA_CHECK(instantiated);
+  struct DestroyAtEnd {
+    cudaGraphExec_t exec;
+    ~DestroyAtEnd() { (void)cudaGraphExecDestroy(exec); }
+  } const destroy{replay};
+  std::vector<double> us;
+  for (int b = 0; b < timing.warmup + timing.batches; ++b) {
+    comm.call(ncclAllReduce(start_line.data(), start_line.data(), 1, ncclFloat, ncclSum, comm.get(), st), "start line",
+              watch);
+    start.record(st);
+    CUDA_CHECK(cudaGraphLaunch(replay, st));
+    stop.record(st);
+    comm.wait_event(stop.get(), "the exchanges", watch);
+    if (b >= timing.warmup) us.push_back(1e3 * elapsed_ms(start, stop) / timing.iterations);
+  }
+  // Every rank unmaps the peers' mailboxes, then meets the others once more: no rank frees its
+  // mailbox while another still maps it.
+  mailbox.disconnect();
+  comm.call(ncclAllReduce(start_line.data(), start_line.data(), 1, ncclFloat, ncclSum, comm.get(), st), "the last meeting",
+            watch);
+  done.record(st);
+  comm.wait_event(done.get(), "the last meeting", watch);
+  row.time_us = summarize(std::move(us));
   return row;
 }
 

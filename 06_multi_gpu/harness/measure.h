@@ -10,6 +10,7 @@
 
 #include "event_timer.h"
 #include "exchange.h"
+#include "nccl_comm.h"
 #include "stats.h"
 
 #include <cstddef>
@@ -63,7 +64,7 @@ std::vector<AllreduceRow> measure_allreduce(const std::vector<int>& devices, con
 
 // The epoch's exchange alone (3 floats summed over the GPUs), as the lesson's --exchange does it,
 // in one process: nccl (ncclAllReduce in place), nccl_symmetric (the same on symmetric windows),
-// one_shot (the mailbox's publish and gather kernels). Checked first (every GPU's 3 sums exact);
+// one_shot (one kernel: publish, then gather). Checked first (every GPU's 3 sums exact);
 // then timed on the GPUs: each GPU's `iterations` exchanges are queued behind a latch that
 // holds its stream until all are issued, between two events, so the time is the GPUs' (the
 // exchange plus the gap between two kernels), not the one host thread's launch rate. A sample
@@ -78,5 +79,14 @@ struct ExchangeRow {
 };
 ExchangeRow measure_exchange(const std::vector<int>& devices, ExchangeKind kind, AllreduceTiming timing,
                              double timeout_s);
+
+// The one-shot exchange alone in the DDP form: this process is rank `rank` of `world` on the
+// current device, its mailbox mapped into the peers' address spaces over CUDA IPC
+// (connect_over_nccl). Checked first (the exact sums); then `iterations` exchanges are captured in
+// a CUDA graph, and a sample is one replay behind an all-reduce of one float on the same stream,
+// so that every rank's replay starts as that all-reduce ends, within a microsecond or two of the
+// others, not a host's reach apart. The row holds this rank's time per exchange.
+ExchangeRow measure_one_shot_rank(Communicator& comm, const Watch& watch, int rank, int world,
+                                  AllreduceTiming timing);
 
 }  // namespace workbook::multi_gpu
