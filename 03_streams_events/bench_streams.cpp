@@ -145,7 +145,7 @@ int run(int argc, char** argv) {
   finish_workload_options(app, common.quick, workload);
   require_at_least("--trace-streams", trace_streams, 1);
   require_at_most("--trace-streams", trace_streams, 64);
-  if (app.count("--trace") && trace_path.empty()) throw UsageError("--trace needs a file name");
+  if (app.count("--trace")) require_output_file("--trace", trace_path);
 
   use_device(common.device);
   Report report("streams_events_bench", common.json);

@@ -311,7 +311,7 @@ int run(int argc, char** argv) {
   if (sweep && device.cpu) throw UsageError("--batch-sizes sweeps the GPU pipelines: not with --device cpu");
   for (const std::int64_t size : sizes) validate(BatchPlan{size, shuffle, config.seed}, split_of(config.points).train, config.epochs);
   if (app.count("--trace")) {
-    if (trace_path.empty()) throw UsageError("--trace needs a file name");
+    require_output_file("--trace", trace_path);
     if (sizes.size() != 1) {
       throw UsageError(sizes.empty() ? "--trace draws part 2's pipelines: it needs --batch-sizes with one size"
                                      : "--trace draws one batch size, --batch-sizes gives " + std::to_string(sizes.size()));

@@ -304,9 +304,9 @@ int run(int argc, char** argv) {
                                           : common.quick      ? std::vector<std::int64_t>{2, 1025, 20'011}
                                                               : default_sweep_sizes();
   if (app.count("--sizes") && sizes_text.empty()) parse_sizes(sizes_text);  // an empty list is refused
-  if (app.count("--csv") && csv.empty()) throw UsageError("--csv needs a file name");
+  if (app.count("--csv")) require_output_file("--csv", csv);
   if (app.count("--trace")) {
-    if (trace_path.empty()) throw UsageError("--trace needs a file name");
+    require_output_file("--trace", trace_path);
     trace_layout(variants);  // refuse a selection with nothing to trace before touching the GPU
   }
   (void)pretended_compute_capability();

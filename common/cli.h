@@ -66,6 +66,11 @@ void require_at_most(const char* flag, T value, std::common_type_t<T> maximum) {
 // Finite and greater than zero (a learning rate, a time).
 void require_positive(const char* flag, double value);
 
+// An output file a flag names (--json, --trace, --csv), checked before any work: a name is given,
+// it is not a folder, and its folder exists. UsageError otherwise, e.g. "--trace build: is a
+// folder; name the file to write (e.g. build/trace.json)".
+void require_output_file(const std::string& flag, const std::string& path);
+
 // The parts of a comma list flag ("1,2,4"), empty ones kept ("1,,2" and "1," have an empty part),
 // so that the caller can refuse them with the flag's name.
 std::vector<std::string> split_commas(const std::string& text);

@@ -576,7 +576,9 @@ TEST_CASE("bench --batch-sizes, --sync-every and --trace: refused on the CPU, to
         {"--batch-sizes", "0"}, {"--batch-sizes", "20012"}, {"--batch-sizes", "4K", "--fill-threads", "0"},
         {"--sync-every", "0"}, {"--sync-every", "61"}, {"--sync-every", "1", "--device", "cpu"},
         {"--sync-every", "1", "--batch-sizes", "4K"}, {"--trace", "t.json"}, {"--batch-sizes", "4K,8K", "--trace", "t.json"},
-        {"--batch-sizes", "4K", "--trace", ""}, {"--batch-sizes", "4K", "--trace"}}) {
+        {"--batch-sizes", "4K", "--trace", ""}, {"--batch-sizes", "4K", "--trace"},
+        {"--batch-sizes", "4K", "--trace", "/no/such/folder/t.json"}, {"--batch-sizes", "4K", "--trace", "."},
+        {"--json", "."}}) {
     std::vector<std::string> argv{WORKBOOK_BENCH_PROGRAM, "--quick"};
     argv.insert(argv.end(), args.begin(), args.end());
     const ProgramResult bad = run_program(argv);

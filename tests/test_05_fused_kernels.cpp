@@ -247,7 +247,8 @@ TEST_CASE("programs: --help, bad input is one line and exit 2, no GPU is exit 77
                       {"--breakdown", "--sizes", "5K"}, {"--trace"}, {"--trace", ""}, {"--trace", "t.json", "--variant", "5,7"},
                       {"--sweep", "--sizes", "1,,2"}, {"--sweep", "--sizes", ",5K"}, {"--sweep", "--sizes", "5K,"},
                       {"--sweep", "--sizes", ""}, {"--sweep", "--csv", ""}, {"--breakdown", "--csv", "x.csv"}, {"--bogus"},
-                      {"--device", "cpu"}, {"--seed", "-1"}});
+                      {"--device", "cpu"}, {"--seed", "-1"}, {"--trace", "/no/such/folder/t.json"}, {"--trace", "."},
+                      {"--sweep", "--csv", "/no/such/folder/s.csv"}, {"--sweep", "--csv", "."}, {"--json", "."}});
   for (const char* program : {WORKBOOK_PROGRAM, WORKBOOK_BENCH_PROGRAM}) {
     const ProgramResult none = run_program({program, "--quick"}, {{"CUDA_VISIBLE_DEVICES", ""}});
     CAPTURE(program);

@@ -252,6 +252,10 @@ TEST_CASE("common flags parse, and bad ones map to exit code 2") {
     CHECK(parse(app, {"--json", "/no/such/folder/out.json"}) == kExitUsage);
     CHECK_THAT(captured.err.str(), ContainsSubstring("the folder '/no/such/folder' does not exist"));
   }
+  SECTION("--json naming a folder exits 2 before the run") {
+    CHECK(parse(app, {"--json", "."}) == kExitUsage);
+    CHECK_THAT(captured.err.str(), ContainsSubstring("--json .: is a folder; name the file to write (e.g. ./out.json)"));
+  }
   SECTION("--help exits 0") { CHECK(parse(app, {"--help"}) == kExitOk); }
   SECTION("unknown flag exits 2 with one line") {
     CHECK(parse(app, {"--bogus"}) == kExitUsage);
