@@ -119,7 +119,10 @@ std::vector<Variant> parse_variants(const std::string& text) {
                        text + "'");
     }
     const Variant v = static_cast<Variant>(part[0] - '0');
-    if (std::find(variants.begin(), variants.end(), v) == variants.end()) variants.push_back(v);
+    if (std::find(variants.begin(), variants.end(), v) != variants.end()) {
+      throw UsageError("--variant: '" + text + "' lists " + part + " twice");
+    }
+    variants.push_back(v);
   }
   return variants;
 }

@@ -431,10 +431,12 @@ int run(int argc, char** argv) {
   if (o.common.quick && app.count("--timeout-s") == 0) o.timeout_s = 60.0;  // sanitizers slow everything down
   o.config.lr = effective_lr(app.count("--lr") ? std::optional<double>(o.config.lr) : std::nullopt, o.config.points);
   regression::validate(o.config);
-  require_at_least("--gpus", o.gpus, 0);
+  if (app.count("--gpus") > 0) require_at_least("--gpus", o.gpus, 1);  // left out: every GPU
   require_at_least("--repeats", o.repeats, 1);
   require_positive("--timeout-s", o.timeout_s);
   (void)parse_exchange(o.exchange);  // a bad name is bad usage before any CUDA call
+  if (!ddp->parsed() && o.nonblocking) throw UsageError("--nccl-nonblocking is for ddp (dp's communicators come from ncclCommInitAll)");
+  if (ddp->parsed() && app.count("--gpus") > 0) throw UsageError("--gpus is for dp (a ddp rank drives one GPU: its local rank's)");
   if (!ddp->parsed()) return run_dp(o);
 
   if (const auto me = worker_identity_from_environment(&process_environment)) {  // the bench's launcher

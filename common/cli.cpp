@@ -1,6 +1,7 @@
 // cli.cpp: shared flags and the parse step that maps CLI11's errors to exit codes.
 #include "cli.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <limits>
@@ -118,6 +119,9 @@ std::vector<std::int64_t> parse_size_list(const std::string& flag, const std::st
     const std::int64_t value = size_value(flag, item);
     require_at_least(flag.c_str(), value, minimum);
     require_at_most(flag.c_str(), value, maximum);
+    if (std::find(values.begin(), values.end(), value) != values.end()) {
+      throw UsageError(flag + ": '" + text + "' lists " + item + " twice");
+    }
     values.push_back(value);
   }
   return values;
@@ -131,6 +135,9 @@ std::vector<int> parse_int_list(const std::string& flag, const std::string& text
     if (!value) throw UsageError(flag + ": '" + item + "' is not a whole number (use e.g. 1,2,4)");
     require_at_least(flag.c_str(), *value, minimum);
     require_at_most(flag.c_str(), *value, maximum);
+    if (std::find(values.begin(), values.end(), static_cast<int>(*value)) != values.end()) {
+      throw UsageError(flag + ": '" + text + "' lists " + item + " twice");
+    }
     values.push_back(static_cast<int>(*value));
   }
   return values;

@@ -76,7 +76,8 @@ void require_output_file(const std::string& flag, const std::string& path);
 std::vector<std::string> split_commas(const std::string& text);
 
 // The items of a list flag: split_commas, refusing an empty list and an empty item ("1,,2",
-// ",1", "1,") with a UsageError naming the flag.
+// ",1", "1,") with a UsageError naming the flag. The typed lists below also refuse a value given
+// twice ("4,4": it would only run the same case again).
 std::vector<std::string> list_items(const std::string& flag, const std::string& text);
 
 // A size: "5000", "50K", "5M", "2G" (K, M, G in either case: 1e3, 1e6, 1e9). nullopt for anything

@@ -318,6 +318,8 @@ def parse_size_list(flag, text, minimum, maximum):
         value = size_value(flag, item)
         require_at_least(flag, value, minimum)
         require_at_most(flag, value, maximum)
+        if value in values:
+            raise UsageError(f"{flag}: '{text}' lists {item} twice")
         values.append(value)
     return values
 
@@ -331,6 +333,8 @@ def parse_int_list(flag, text, minimum, maximum):
             raise UsageError(f"{flag}: '{item}' is not a whole number (use e.g. 1,2,4)")
         require_at_least(flag, value, minimum)
         require_at_most(flag, value, maximum)
+        if value in values:
+            raise UsageError(f"{flag}: '{text}' lists {item} twice")
         values.append(value)
     return values
 

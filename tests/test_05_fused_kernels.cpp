@@ -71,7 +71,7 @@ TEST_CASE("variants: all, or a list of 1..8 without repeats") {
   CHECK(parse_variants("all").size() == 8);
   CHECK(parse_variants("all").front() == Variant::kUnfused);
   CHECK(parse_variants("1,4,7") == std::vector<Variant>{Variant::kUnfused, Variant::kLastBlock, Variant::kPersistent});
-  CHECK(parse_variants("3,3") == std::vector<Variant>{Variant::kBlockReduce});
+  CHECK_THROWS_WITH(parse_variants("3,1,3"), "--variant: '3,1,3' lists 3 twice");
   CHECK(parse_variants("8") == std::vector<Variant>{Variant::kOnChip});
   CHECK(std::string(variant_name(Variant::kOnChip)) == "on_chip");
   for (const char* bad : {"", "0", "9", "1,,2", "x", "12", "1,"}) {

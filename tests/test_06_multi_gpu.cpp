@@ -512,9 +512,21 @@ TEST_CASE("programs: usage errors are exit 2 with a one-line reason") {
       {{"--device", "gpu"}, "--device must be N, cuda or cuda:N"},
       {{"ddp", "--exchange", "symm"}, "--exchange must be nccl, nccl_symmetric or one_shot, got 'symm'"},
       {{"exchange", "--exchange-points", "5M,,1"}, "--exchange-points: '5M,,1' has an empty item"},
+      // a flag the named part does not read, and a count of 0 (leaving the flag out means all)
+      {{"topology", "--points", "5M"}, "--points is for ddp, not topology"},
+      {{"topology", "--weak", "5M"}, "--weak is for scaling, not topology"},
+      {{"allreduce", "--exchange", "one_shot"}, "--exchange is for ddp and scaling, not allreduce"},
+      {{"exchange", "--max-bytes", "1K"}, "--max-bytes is for allreduce, not exchange"},
+      {{"ddp", "--copy-mib", "8"}, "--copy-mib is for topology, not ddp"},
+      {{"--gpus", "0"}, "--gpus must be at least 1, got 0"},
+      {{"ddp", "--nproc", "0"}, "--nproc must be at least 1, got 0"},
+      {{"scaling", "--gpu-counts", "1,2,1"}, "--gpu-counts: '1,2,1' lists 1 twice"},
   };
   const std::vector<std::pair<std::vector<std::string>, std::string>> lesson_cases = {
-      {{"--gpus", "-1"}, "--gpus must be at least 0"},
+      {{"--gpus", "-1"}, "--gpus must be at least 1, got -1"},
+      {{"--gpus", "0"}, "--gpus must be at least 1, got 0"},
+      {{"dp", "--nccl-nonblocking"}, "--nccl-nonblocking is for ddp"},
+      {{"ddp", "--gpus", "2"}, "--gpus is for dp"},
       {{"--timeout-s", "0"}, "--timeout-s"},
       {{"dp", "--points", "5X"}, "--points: '5X' is not a size"},
       {{"--device", "cuda:"}, "--device must be N, cuda or cuda:N"},

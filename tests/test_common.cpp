@@ -341,6 +341,8 @@ TEST_CASE("list flags refuse empty lists, empty items and items out of range, na
   CHECK_THROWS_WITH(parse_int_list("--streams", "1,2K", 1, 64), StartsWith("--streams: '2K' is not a whole number"));
   CHECK_THROWS_WITH(parse_int_list("--streams", "1,0", 1, 64), "--streams must be at least 1, got 0");
   CHECK_THROWS_WITH(parse_int_list("--streams", "1,,2", 1, 64), StartsWith("--streams: '1,,2' has an empty item"));
+  CHECK_THROWS_WITH(parse_int_list("--streams", "4,2,4", 1, 64), "--streams: '4,2,4' lists 4 twice");
+  CHECK_THROWS_WITH(parse_size_list("--sizes", "5K,5000", 2, 100'000), "--sizes: '5K,5000' lists 5000 twice");
 }
 
 TEST_CASE("device flag forms: N, cuda, cuda:N, and cpu where a program runs on the CPU") {

@@ -633,8 +633,12 @@ int run(int argc, char** argv) {
   app.require_subcommand(0, 1);
   if (auto code = parse_command_line(app, argc, argv)) return *code;
   apply_quick(o, app);
+  // 0 is the default's "every GPU" (one rank per GPU); given, a count must be a count.
+  if (app.count("--gpus") > 0) require_at_least("--gpus", o.gpus, 1);
+  if (app.count("--nproc") > 0) require_at_least("--nproc", o.nproc, 1);
   validate(o);
   if (parts.exchange_rank->parsed()) return run_exchange_rank(o);
+  require_flags_used(app);
   const bool all = app.get_subcommands().empty();
   if (o.fault_rank < 0 && (app.count("--fault-signal") > 0 || app.count("--fault-after-s") > 0)) {
     throw UsageError("--fault-signal and --fault-after-s go with --fault-rank");

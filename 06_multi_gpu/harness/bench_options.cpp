@@ -6,6 +6,7 @@
 
 #include <csignal>
 #include <string>
+#include <vector>
 
 namespace workbook::multi_gpu {
 
@@ -67,6 +68,50 @@ BenchParts add_bench_options(CLI::App& app, BenchOptions& o) {
   parts.exchange_rank = app.add_subcommand("exchange-rank", "one rank of exchange's one-shot, one process per GPU")
                             ->group("");
   return parts;
+}
+
+void require_flags_used(const CLI::App& app) {
+  const std::vector<CLI::App*> named = app.get_subcommands();
+  if (named.empty()) return;  // every part runs, and every flag is read by one of them
+  const std::string part = named.front()->get_name();
+  struct Use {
+    const char* flag;
+    std::vector<const char*> parts;
+  };
+  static const Use kUses[] = {
+      {"--points", {"ddp"}},
+      {"--reference-max", {"ddp"}},
+      {"--epochs", {"ddp", "exchange", "scaling"}},
+      {"--lr", {"ddp", "exchange", "scaling"}},
+      {"--noise", {"ddp", "exchange", "scaling"}},
+      {"--seed", {"ddp", "exchange", "scaling"}},
+      {"--repeats", {"ddp", "exchange", "scaling"}},
+      {"--timeout-s", {"ddp", "exchange", "scaling"}},
+      {"--launch-timeout-s", {"ddp", "exchange", "scaling"}},
+      {"--nccl-nonblocking", {"ddp", "exchange", "scaling"}},
+      {"--exchange", {"ddp", "scaling"}},
+      {"--min-bytes", {"allreduce"}},
+      {"--max-bytes", {"allreduce"}},
+      {"--factor", {"allreduce"}},
+      {"--iterations", {"allreduce", "exchange"}},
+      {"--batches", {"allreduce", "exchange"}},
+      {"--warmup", {"allreduce", "exchange"}},
+      {"--copy-mib", {"topology"}},
+      {"--strong", {"scaling"}},
+      {"--weak", {"scaling"}},
+      {"--gpu-counts", {"scaling", "exchange"}},
+      {"--exchange-points", {"exchange"}},
+  };
+  for (const Use& use : kUses) {
+    if (app.count(use.flag) == 0) continue;
+    std::string readers;
+    bool read = false;
+    for (const char* p : use.parts) {
+      read = read || part == p;
+      readers += (readers.empty() ? "" : p == use.parts.back() ? " and " : ", ") + std::string(p);
+    }
+    if (!read) throw UsageError(std::string(use.flag) + " is for " + readers + ", not " + part);
+  }
 }
 
 int fault_signal_number(const std::string& name) {

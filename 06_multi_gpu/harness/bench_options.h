@@ -66,6 +66,10 @@ BenchParts add_bench_options(CLI::App& app, BenchOptions& o);
 // --quick: small everything, unless the flag was given explicitly.
 void apply_quick(BenchOptions& o, const CLI::App& app);
 void validate(const BenchOptions& o);
+// With one part named, every flag given must be one that part reads: `topology --points 5M`,
+// `allreduce --exchange one_shot` or `exchange --max-bytes 1K` would do nothing, so each is a
+// UsageError naming the parts that read it ("--points is for ddp, not topology").
+void require_flags_used(const CLI::App& app);
 // --fault-signal's name as a signal number: kill -> SIGKILL, stop -> SIGSTOP; UsageError otherwise.
 int fault_signal_number(const std::string& name);
 
