@@ -291,7 +291,7 @@ int run(int argc, char** argv) {
   app.add_flag("--shuffle", shuffle, "part 2: visit the batches in a new order every epoch");
   app.add_option("--sync-every", sync_every, "time the loop with the loss read every k epochs, for each k (e.g. 1,10,200)")
       ->type_name("LIST");
-  app.add_option("--fill-threads", fill_threads, "part 2: host threads filling pipeline 3's ring")->type_name("T");
+  app.add_option("--fill-threads", fill_threads, "part 2: host threads filling pipeline 3's ring (1 to 64)")->type_name("T");
   app.add_option("--trace", trace_path,
                  "part 2, with one batch size: write a Chrome trace (Perfetto, chrome://tracing) of 8 steps of each pipeline")
       ->type_name("FILE");
@@ -300,6 +300,7 @@ int run(int argc, char** argv) {
   if (common.quick && app.count("--epochs") == 0) config.epochs = 60;
   validate(config);
   require_at_least("--fill-threads", fill_threads, 1);
+  require_at_most("--fill-threads", fill_threads, 64);  // host threads filling one ring: more only contend
   const bool sweep = app.count("--batch-sizes") > 0;
   const std::vector<std::int64_t> every = app.count("--sync-every")
                                               ? parse_size_list("--sync-every", sync_every, 1, config.epochs)

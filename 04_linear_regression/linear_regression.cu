@@ -411,7 +411,7 @@ int run(int argc, char** argv) {
   int fill_threads = 1;
   add_size_option(app, "--batch-size", plan.batch_size, "mini-batches of B points from host memory (part 2)");
   app.add_flag("--shuffle", plan.shuffle, "visit the mini-batches in a new order every epoch (seeded by --seed)");
-  app.add_option("--fill-threads", fill_threads, "host threads filling the pinned ring of pipeline 3")->type_name("T");
+  app.add_option("--fill-threads", fill_threads, "host threads filling the pinned ring of pipeline 3 (1 to 64)")->type_name("T");
   if (auto code = parse_command_line(app, argc, argv)) return *code;
   if (common.quick && app.count("--points") == 0) config.points = 20'011;  // odd, not a block multiple
   if (common.quick && app.count("--epochs") == 0) config.epochs = 60;
@@ -421,6 +421,7 @@ int run(int argc, char** argv) {
   if (minibatch) validate(plan, split_of(config.points).train, config.epochs);
   if (!minibatch && (plan.shuffle || app.count("--fill-threads"))) throw UsageError("--shuffle and --fill-threads need --batch-size");
   require_at_least("--fill-threads", fill_threads, 1);
+  require_at_most("--fill-threads", fill_threads, 64);
 
   // The device first, so that "no GPU" (77), a bad index (2) or too little memory (1) is the
   // program's only line.

@@ -7,7 +7,7 @@ namespace workbook::regression {
 
 void add_problem_options(CLI::App& app, Config& config) {
   add_size_option(app, "--points", config.points, "number of points N, e.g. 5000000 or 5M (X = i * 2e-6, first 80% train)");
-  app.add_option("--epochs", config.epochs, "full-batch gradient-descent epochs")->type_name("E");
+  app.add_option("--epochs", config.epochs, "full-batch gradient-descent epochs (1 to 1000000)")->type_name("E");
   app.add_option("--lr", config.lr, "SGD learning rate")->type_name("LR");
   app.add_option("--noise", config.noise, "standard deviation of Gaussian noise on y (cuRAND)")->type_name("SIGMA");
   add_seed_option(app, config.seed, "cuRAND seed of the noise");

@@ -15,6 +15,7 @@ void validate(const Config& config) {
   std::ostringstream m;
   if (config.points < 2) m << "--points must be at least 2 (one to train, one to test), got " << config.points;
   else if (config.epochs < 1) m << "--epochs must be at least 1, got " << config.epochs;
+  else if (config.epochs > kMaxEpochs) m << "--epochs must be at most " << kMaxEpochs << ", got " << config.epochs;
   else if (!std::isfinite(config.lr) || config.lr <= 0.0)
     m << "--lr must be a finite number greater than 0, got " << config.lr;
   else if (!std::isfinite(config.noise) || config.noise < 0.0)

@@ -45,6 +45,9 @@ void validate(const Config& config);
 // (X past 17). Runs above the article's 5M points keep lr * E[x^2] at the article's value:
 // base_lr * (5M / N)^2. Epoch time does not depend on lr.
 inline constexpr std::int64_t kArticlePoints = 5'000'000;
+// The most epochs a run takes: every epoch keeps its loss (4 bytes on the GPU, more on the host),
+// and a typo such as 2147483647 would run for days while its memory grows.
+inline constexpr int kMaxEpochs = 1'000'000;
 double scaled_lr(double base_lr, std::int64_t points);
 
 // The first 80% of the points (by index) train, the rest test; both have at least one point.

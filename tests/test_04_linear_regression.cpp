@@ -91,6 +91,7 @@ TEST_CASE("validate refuses bad input with the flag's name") {
   };
   CHECK_THAT(refused([](Config& c) { c.points = 1; }), StartsWith("--points must be at least 2"));
   CHECK_THAT(refused([](Config& c) { c.epochs = 0; }), StartsWith("--epochs must be at least 1"));
+  CHECK_THAT(refused([](Config& c) { c.epochs = 2147483647; }), StartsWith("--epochs must be at most 1000000"));
   CHECK_THAT(refused([](Config& c) { c.lr = 0.0; }), StartsWith("--lr must be a finite number greater than 0"));
   CHECK_THAT(refused([](Config& c) { c.lr = NAN; }), StartsWith("--lr"));
   CHECK_THAT(refused([](Config& c) { c.lr = INFINITY; }), StartsWith("--lr"));
@@ -485,7 +486,8 @@ TEST_CASE("program, mini-batches on the CPU: checked against the batch-order ref
   CHECK(rows[0]["epoch_ms"].get<double>() > 0.0);
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--batch-size", "0"}, {"--batch-size", "16009"}, {"--shuffle"}, {"--fill-threads", "2"},
-        {"--batch-size", "1", "--epochs", "1000"}, {"--batch-size", "64", "--fill-threads", "0"}}) {
+        {"--batch-size", "1", "--epochs", "1000"}, {"--batch-size", "64", "--fill-threads", "0"},
+        {"--batch-size", "64", "--fill-threads", "100000"}, {"--epochs", "2147483647"}}) {
     std::vector<std::string> argv{WORKBOOK_PROGRAM, "--device", "cpu", "--quick"};
     argv.insert(argv.end(), args.begin(), args.end());
     const ProgramResult bad = run_program(argv);
@@ -574,6 +576,7 @@ TEST_CASE("bench --batch-sizes, --sync-every and --trace: refused on the CPU, to
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--device", "cpu", "--batch-sizes", "4K"}, {"--shuffle"}, {"--batch-sizes", "4K,,8K"},
         {"--batch-sizes", "0"}, {"--batch-sizes", "20012"}, {"--batch-sizes", "4K", "--fill-threads", "0"},
+        {"--batch-sizes", "4K", "--fill-threads", "100000"},
         {"--sync-every", "0"}, {"--sync-every", "61"}, {"--sync-every", "1", "--device", "cpu"},
         {"--sync-every", "1", "--batch-sizes", "4K"}, {"--trace", "t.json"}, {"--batch-sizes", "4K,8K", "--trace", "t.json"},
         {"--batch-sizes", "4K", "--trace", ""}, {"--batch-sizes", "4K", "--trace"},
