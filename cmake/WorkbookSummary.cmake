@@ -43,6 +43,37 @@ if(DEFINED ENV{CUDAARCHS} AND NOT "$ENV{CUDAARCHS}" STREQUAL "${CMAKE_CUDA_ARCHI
                  "${CMAKE_CUDA_ARCHITECTURES}; add --fresh (or -DCMAKE_CUDA_ARCHITECTURES=$ENV{CUDAARCHS})")
 endif()
 
+# The Python side: which of its packages this python3 has, so that a reader knows which scripts
+# will run and which tests will skip (looked up, not imported: importing torch takes seconds).
+if(Python3_EXECUTABLE)
+  set(python_found)
+  set(python_missing)
+  foreach(package numpy matplotlib torch)
+    execute_process(COMMAND "${Python3_EXECUTABLE}" -c
+                            "import importlib.util, sys; sys.exit(importlib.util.find_spec('${package}') is None)"
+                    RESULT_VARIABLE status OUTPUT_QUIET ERROR_QUIET)
+    if(status EQUAL 0)
+      list(APPEND python_found ${package})
+    else()
+      list(APPEND python_missing ${package})
+    endif()
+  endforeach()
+  list(JOIN python_found ", " found_text)
+  list(JOIN python_missing ", " missing_text)
+  if(python_found)
+    set(found_text "found ${found_text}; ")
+  endif()
+  if(python_missing)
+    message(STATUS "workbook: Python ${Python3_EXECUTABLE}: ${found_text}missing ${missing_text} "
+                   "(the plots need numpy and matplotlib: pip install -r requirements-plots.txt; the PyTorch "
+                   "scripts need torch: requirements-pytorch.txt; their tests skip without them)")
+  else()
+    message(STATUS "workbook: Python ${Python3_EXECUTABLE}: ${found_text}nothing missing")
+  endif()
+else()
+  message(STATUS "workbook: python3 not found: the Python scripts and their tests are left out")
+endif()
+
 get_property(workbook_summary_lines GLOBAL PROPERTY WORKBOOK_SUMMARY_LINES)
 foreach(line IN LISTS workbook_summary_lines)
   message(STATUS "workbook: ${line}")

@@ -13,6 +13,11 @@
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$workbook_root"
+# Before anything is built or written: without a GPU there is nothing to report.
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  echo "gpu-report.sh needs a GPU: nvidia-smi lists none on this machine" >&2
+  exit 77
+fi
 destination=$(mkdir -p "${1:-results}" && cd "${1:-results}" && pwd)
 filter=${2:-}
 build=$workbook_root/build-gpu
