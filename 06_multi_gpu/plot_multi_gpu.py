@@ -26,6 +26,11 @@ NEAR = 0.05  # "within 5%" of nccl-tests' busbw
 # beside (nccl_tests_<n>gpus.txt in the same folder): a figure from another machine is no check.
 
 
+# The files benchmark.sh writes that this script reads, by the start of their names.
+JSON_PREFIXES = ("allreduce_", "scaling", "pytorch_scaling", "dp", "pytorch_data_parallel", "ddp_", "nonblocking_ddp_",
+                 "exchange", "mpi_ddp_", "fault_")
+
+
 def load(path):
     try:
         with open(path) as f:
@@ -289,8 +294,22 @@ def main():
     parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("results", metavar="RESULTS_DIR", help="benchmark.sh's output folder")
     results = parser.parse_args().results
-    if not os.path.isdir(results):
-        parser.error(f"{results}: no such folder")
+    parser.input_folder(results)
+    # Before any work: the JSON files this script reads are there, and each is JSON (a part whose
+    # file is missing is named in the summary; a file that is there but broken is an error).
+    read = [name for name in sorted(os.listdir(results)) if name.endswith(".json") and
+            any(name.startswith(prefix) for prefix in JSON_PREFIXES)]
+    if not read:
+        parser.fail(f"{results}: no benchmark.sh results in it (none of {', '.join(p + '*.json' for p in JSON_PREFIXES)})")
+    for name in read:
+        path = os.path.join(results, name)
+        try:
+            with open(path) as f:
+                json.load(f)
+        except ValueError as e:
+            parser.fail(f"{path}: not JSON ({str(e).split(':')[0]})")
+        except OSError as e:
+            parser.fail(f"{path}: cannot be read ({e.strerror})")
     require("matplotlib.pyplot")
     lines = ["# Chapter 06 results", ""]
     allreduce_part(results, lines)
