@@ -232,15 +232,18 @@ class Parser(FileChecks, argparse.ArgumentParser):
             parsed, rest = super().parse_known_args(args, namespace)
         except UsageError as e:  # from a type= helper below (argparse passes other exceptions through)
             self.fail(str(e))
-        # Every script's --json FILE, checked before any work and before torch is looked for (the
-        # same rule and words as the C++ programs' require_output_file).
-        path = getattr(parsed, "json", None)
-        if isinstance(path, str) and path not in ("", "-"):
-            folder = os.path.dirname(path)
-            if os.path.isdir(path):
-                self.fail(f"--json {path}: is a folder; name the file to write (e.g. {os.path.join(path, 'out.json')})")
-            if folder and not os.path.isdir(folder):
-                self.fail(f"--json {path}: the folder '{folder}' does not exist")
+        # Every script's output files (--json, --csv, --profile), checked before any work and before
+        # torch is looked for (the same rule and words as the C++ programs' require_output_file).
+        for name in ("json", "csv", "profile"):
+            if f"--{name}" not in self._option_string_actions:  # a positional OUT.csv has its own check
+                continue
+            path = getattr(parsed, name, None)
+            if isinstance(path, str) and path not in ("", "-"):
+                folder = os.path.dirname(path)
+                if os.path.isdir(path):
+                    self.fail(f"--{name} {path}: is a folder; name the file to write (e.g. {os.path.join(path, 'out')})")
+                if folder and not os.path.isdir(folder):
+                    self.fail(f"--{name} {path}: the folder '{folder}' does not exist")
         return parsed, rest
 
     # Range checks after parsing (a --quick default, or a check that needs two flags): each ends the
