@@ -288,8 +288,11 @@ def main():
     p.add_argument("--gpu-counts", type=int_list("--gpu-counts", 1, 1024), default="1,2,4", metavar="LIST")
     p.add_argument("--json", default=None)
     args = p.parse_args()
-    if args.nproc is not None:
-        p.require_at_least("--nproc", args.nproc, 0)
+    given = {word.split("=")[0] for word in sys.argv[1:] if word.startswith("--")}
+    if not args.scaling and given & {"--strong", "--weak", "--gpu-counts"}:
+        p.fail("--strong, --weak and --gpu-counts are for --scaling")
+    if args.nproc is not None:  # left out: one rank per GPU
+        p.require_at_least("--nproc", args.nproc, 1)
     p.require_at_least("--points", args.points, 2)
     p.require_at_least("--epochs", args.epochs, 1)
     if args.lr is not None:
@@ -306,7 +309,7 @@ def main():
             print(f"pytorch_ddp: --exchange symm_mem needs a PyTorch build with symmetric memory (2.5 or newer, "
                   f"CUDA): {why}", file=sys.stderr)
             return 77
-    if not args.nproc:  # None or 0, as the C++ launcher's --nproc 0
+    if args.nproc is None:  # one rank per GPU, as the C++ launcher without --nproc
         args.nproc = gpus
     if not args.scaling:
         if args.nproc > gpus:
