@@ -14,7 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, run  # noqa: E402  (usage errors and bad files: one line, exit 2)
+from workbook_cli import results_folder_arguments, run  # noqa: E402  (usage errors and bad files: one line, exit 2)
 
 plt = needs("matplotlib.pyplot")
 
@@ -123,17 +123,8 @@ def main(runs, notes, out):
 
 
 if __name__ == "__main__":
-    parser = Parser(description=__doc__.splitlines()[0], usage="%(prog)s [-h] RESULTS_DIR [--out DIR]")
-    # nargs="?" and the check below, rather than a required argument: argparse would then name the
-    # missing folder before an unknown flag, which is the likelier mistake of the two.
-    parser.add_argument("results", metavar="RESULTS_DIR", nargs="?", help="benchmark.sh's output folder (required)")
-    parser.add_argument("--out", metavar="DIR", help=f"where to write {', '.join(OUTPUTS)} (default: RESULTS_DIR)")
-    args = parser.parse_args()
-    if args.results is None:
-        parser.error("the following arguments are required: RESULTS_DIR")
-    parser.input_folder(args.results)
-    runs, notes = load_runs(parser, args.results)
-    out = args.results if args.out is None else args.out
+    parser, results, out = results_folder_arguments(__doc__.splitlines()[0], OUTPUTS)
+    runs, notes = load_runs(parser, results)
     parser.output_folder(out, OUTPUTS)
     require("matplotlib.pyplot")
     run(lambda: main(runs, notes, out))

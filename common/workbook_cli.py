@@ -456,3 +456,19 @@ def run(main):
         print(f"error: {f'{e.filename}: ' if e.filename else ''}{e.strerror or e}", file=sys.stderr)
         code = 1
     sys.exit(code)
+
+
+def results_folder_arguments(description, outputs):
+    """The command line of a plot that reads benchmark.sh's RESULTS_DIR and writes `outputs` there,
+    or into --out DIR: returns the parser, the folder (checked) and where to write. The caller
+    reads its inputs first, then checks the outputs with parser.output_folder(out, outputs)."""
+    parser = Parser(description=description, usage="%(prog)s [-h] RESULTS_DIR [--out DIR]")
+    # nargs="?" and the check below, rather than a required argument: argparse would then name the
+    # missing folder before an unknown flag, which is the likelier mistake of the two.
+    parser.add_argument("results", metavar="RESULTS_DIR", nargs="?", help="benchmark.sh's output folder (required)")
+    parser.add_argument("--out", metavar="DIR", help=f"where to write {', '.join(outputs)} (default: RESULTS_DIR)")
+    args = parser.parse_args()
+    if args.results is None:
+        parser.error("the following arguments are required: RESULTS_DIR")
+    parser.input_folder(args.results)
+    return parser, args.results, args.results if args.out is None else args.out

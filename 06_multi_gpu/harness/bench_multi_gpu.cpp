@@ -233,18 +233,30 @@ struct LaunchOutcome {
 
 // `reports`: the sweeps (scaling, exchange) read rank 0's JSON and print a row, so they discard the
 // ranks' reports; a single `ddp --nproc N` shows them.
-LaunchOutcome launch_ddp(const Options& o, const regression::Config& c, int nproc, std::ostream& log,
-                         WorkerReports reports = WorkerReports::to_stderr) {
-  char pattern[] = "/tmp/multi_gpu_ddp_XXXXXX";
-  const int fd = mkstemp(pattern);
+// What every launch of ranks needs first: a file name for the ranks' JSON (a new empty file in
+// /tmp, named after `what`) and NCCL's unique id, as hex. This process hosts the id's bootstrap
+// root until the ranks are done.
+struct LaunchTicket {
+  std::string json_path;
+  std::string nccl_id_hex;
+};
+LaunchTicket new_launch_ticket(const std::string& what) {
+  std::string pattern = "/tmp/multi_gpu_" + what + "_XXXXXX";
+  const int fd = mkstemp(pattern.data());
   if (fd < 0) throw std::runtime_error("cannot create a temporary file in /tmp");
   close(fd);
-  const std::string json_path = pattern;
   require_forced_environment();
   ncclUniqueId id;
-  NCCL_CHECK(ncclGetUniqueId(&id));  // this process hosts the bootstrap root until the ranks are done
+  NCCL_CHECK(ncclGetUniqueId(&id));
+  return {pattern, encode_unique_id(id)};
+}
+
+LaunchOutcome launch_ddp(const Options& o, const regression::Config& c, int nproc, std::ostream& log,
+                         WorkerReports reports = WorkerReports::to_stderr) {
+  const LaunchTicket ticket = new_launch_ticket("ddp");
+  const std::string& json_path = ticket.json_path;
   LaunchOutcome r;
-  r.launch = launch_workers(lesson_program(), worker_arguments(o, c, json_path), nproc, encode_unique_id(id),
+  r.launch = launch_workers(lesson_program(), worker_arguments(o, c, json_path), nproc, ticket.nccl_id_hex,
                             LaunchBounds{o.timeout_s, launch_bound_s(o)}, log, Fault{o.fault_rank, fault_signal_number(o.fault_signal), o.fault_after_s},
                             reports);
   std::ifstream file(json_path);
@@ -420,20 +432,14 @@ struct RanksOutcome {
 };
 
 RanksOutcome one_shot_over_ranks(const Options& o, int n) {
-  char pattern[] = "/tmp/multi_gpu_exchange_XXXXXX";
-  const int fd = mkstemp(pattern);
-  if (fd < 0) throw std::runtime_error("cannot create a temporary file in /tmp");
-  close(fd);
-  const std::string base = pattern;
-  require_forced_environment();
-  ncclUniqueId id;
-  NCCL_CHECK(ncclGetUniqueId(&id));  // this process hosts the bootstrap root until the ranks are done
+  const LaunchTicket ticket = new_launch_ticket("exchange");
+  const std::string& base = ticket.json_path;  // each rank writes base.<rank>
   const std::vector<std::string> args = {
       "exchange-rank", "--device", std::to_string(o.common.device), "--timeout-s", std::to_string(o.timeout_s),
       "--iterations", std::to_string(o.allreduce.iterations), "--batches", std::to_string(o.allreduce.batches),
       "--warmup", std::to_string(o.allreduce.warmup), "--json", base};
   std::ostringstream log;
-  const LaunchResult launch = launch_workers(self_path(), args, n, encode_unique_id(id),
+  const LaunchResult launch = launch_workers(self_path(), args, n, ticket.nccl_id_hex,
                                              LaunchBounds{o.timeout_s, launch_bound_s(o)}, log, Fault{},
                                              WorkerReports::discarded);
   RanksOutcome out;
