@@ -237,7 +237,7 @@ FusedTraining::FusedTraining(const Config& config, cudaStream_t stream)
   losses_ = DeviceBuffer<float>(config.epochs);
   test_mse_ = DeviceBuffer<float>(1);
   done_count_ = DeviceBuffer<unsigned>(1);
-  on_chip_partials_ = DeviceBuffer<float>(2 * 3 * static_cast<std::size_t>(std::max(1, on_chip_.blocks)));
+  on_chip_partials_ = DeviceBuffer<float>(2 * 3 * static_cast<std::size_t>(std::max(1, on_chip_.capacity.blocks)));
   CUDA_CHECK(cudaMemsetAsync(done_count_.data(), 0, done_count_.bytes(), stream_));
   CUDA_CHECK(cudaMemsetAsync(partials_.data(), 0, partials_.bytes(), stream_));
   CUDA_CHECK(cudaMemsetAsync(atomic_slots_.data(), 0, atomic_slots_.bytes(), stream_));
@@ -449,7 +449,7 @@ LaunchShape FusedTraining::shape(Variant v) const {
                                    multiprocessors_ * kBlocksPerSm / kStreamCount)),
               kThreads};
     case Variant::kPersistent: return {cluster_blocks(), kClusterThreads};
-    case Variant::kOnChip: return {on_chip_.blocks, kOnChipThreads};
+    case Variant::kOnChip: return {on_chip_.capacity.blocks, kOnChipThreads};
   }
   return {};
 }

@@ -11,6 +11,7 @@
 #include "compute_capability.h"
 #include "device_buffer.h"
 #include "gpu_memory.h"
+#include "on_chip_room.h"
 #include "regression_problem.h"
 #include "stream.h"
 
@@ -42,8 +43,7 @@ enum class Variant {
 inline constexpr int kVariantCount = 8;
 inline constexpr int kStreamCount = 4;      // variant 6: the article's four streams
 inline constexpr int kClusterThreads = 512;  // variant 7: threads per block of the cluster
-inline constexpr int kOnChipThreads = 512;   // variant 8: threads per block, one block per SM
-inline constexpr int kOnChipRegisterFloat4 = 8;  // variant 8: float4s of x and of y each thread keeps in registers
+// Variant 8's kOnChipThreads and kOnChipRegisterFloat4: common/on_chip_room.h (chapter 06 uses them too).
 
 std::vector<Variant> all_variants();
 const char* variant_name(Variant v);  // "unfused", "atomic", ...
@@ -79,16 +79,8 @@ struct LaunchShape {
   int threads = 0;             // threads per block
 };
 
-// Variant 8's room: how many training points the GPU can hold on chip for all epochs, from its
-// SM count, the blocks of the kernel that fit on an SM, and the registers and shared memory each
-// block keeps the data in. Bytes count x and y (8 per point).
-struct OnChipCapacity {
-  int blocks = 0;                      // co-resident blocks of the cooperative launch (0: no cooperative launch)
-  std::int64_t register_bytes = 0;     // x and y held in registers, the whole grid
-  std::int64_t shared_bytes = 0;       // x and y held in shared memory, the whole grid
-  std::int64_t bytes() const { return register_bytes + shared_bytes; }
-  std::int64_t points() const { return bytes() / 8; }
-};
+// Variant 8's room (OnChipCapacity: how many training points the GPU can hold on chip for all
+// epochs) is common/on_chip_room.h's: chapter 06 trains on the chips of several GPUs with it.
 
 // Variant 6's segments: K contiguous pieces, each a multiple of 4 points long (16-byte aligned).
 struct Segment {
@@ -137,7 +129,7 @@ class FusedTraining {
   void streams_epoch(int epoch);                           // variant 6
   void persistent_all_epochs();                            // variant 7
   void on_chip_all_epochs();                               // variant 8
-  const OnChipCapacity& on_chip_capacity() const { return on_chip_; }
+  const OnChipCapacity& on_chip_capacity() const { return on_chip_.capacity; }
   // "132 blocks x 512 threads hold 17.3 MB in registers + 30.7 MB in shared memory = 6000000
   // training points; this run's 4000000 need 32 MB"
   std::string on_chip_text() const;
@@ -152,8 +144,7 @@ class FusedTraining {
  private:
   void capture_graph();
   void probe_clusters();  // sets cluster_code_arch_ and max_cluster_
-  void probe_on_chip();   // sets on_chip_ and on_chip_shared_max_
-  std::int64_t on_chip_shared_bytes() const;  // dynamic shared memory per block the data needs
+  void probe_on_chip();   // sets on_chip_
   int cluster_blocks() const;
 
   Config config_;
@@ -164,9 +155,7 @@ class FusedTraining {
   ComputeCapability capability_;
   int cluster_code_arch_ = 0;  // __CUDA_ARCH__ / 10 of variant 7's kernel as loaded (90 on Hopper builds)
   int max_cluster_ = 0;        // 0: no clusters on this GPU
-  OnChipCapacity on_chip_;
-  std::int64_t on_chip_shared_max_ = 0;  // dynamic shared memory per block variant 8 may use
-  std::string on_chip_unavailable_;      // why variant 8 cannot run on this GPU at any size
+  OnChipRoom on_chip_;  // variant 8's room on this GPU (or why it has none)
   DeviceBuffer<float> x_, y_, pred_, partials_, grads_, atomic_slots_, params_, losses_, test_mse_;
   DeviceBuffer<float> on_chip_partials_;  // variant 8: 2 epochs x 3 sums x its blocks
   DeviceBuffer<unsigned> done_count_;

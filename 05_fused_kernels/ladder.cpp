@@ -29,14 +29,7 @@ Dataset FusedTraining::copy_dataset() const {
 }
 
 std::string FusedTraining::skip_reason(Variant v) const {
-  if (v == Variant::kOnChip) {
-    if (on_chip_.blocks == 0) return on_chip_unavailable_;
-    const std::int64_t need = 8 * train_points_;
-    if (on_chip_shared_bytes() > on_chip_shared_max_) {
-      return format("does not fit on chip: %.1f MB needed, %.1f MB available", need / 1e6, on_chip_.bytes() / 1e6);
-    }
-    return "";
-  }
+  if (v == Variant::kOnChip) return on_chip_.fits(train_points_) ? "" : on_chip_.does_not_fit(train_points_);
   if (v != Variant::kPersistent || max_cluster_ > 0) return "";
   if (!capability_.at_least(9, 0)) {
     return "needs thread-block clusters and distributed shared memory, compute capability 9.0 (Hopper) or newer; "

@@ -12,6 +12,7 @@
 #include "cuda_check.h"
 #include "format.h"
 #include "fused_sums.cuh"
+#include "on_chip_slice.cuh"
 
 #include <cooperative_groups.h>
 
@@ -106,76 +107,36 @@ __global__ void __launch_bounds__(kClusterThreads)
 }
 
 // Variant 8: every epoch in one cooperative launch, one block per SM (as many as fit at once:
-// the occupancy API says how many). Block k owns a contiguous slice of the training float4s; it
-// loads the slice once, the first kOnChipThreads x kOnChipRegisterFloat4 float4s of x and of y
-// into registers (thread t holds float4s t, t + T, ...) and the rest into dynamic shared memory,
-// and never reads X or y from memory again. The last n % 4 points go to threads 0..2 of block 0.
-// Per epoch: each block's three sums go to partials row (epoch % 2), one grid-wide barrier, then
-// every block adds all blocks' partials with the same code in the same order, so every block
-// holds the same bits of w and b without a second barrier. A row is written again two epochs
-// later, after the next barrier, which every reader of it has passed.
+// the occupancy API says how many). Each block loads its slice of the training set once, into
+// registers and shared memory (common/on_chip_slice.cuh), and never reads X or y from memory
+// again. Per epoch: each block's three sums go to partials row (epoch % 2), one grid-wide
+// barrier, then every block adds all blocks' partials with the same code in the same order, so
+// every block holds the same bits of w and b without a second barrier. A row is written again two
+// epochs later, after the next barrier, which every reader of it has passed.
 __global__ void __launch_bounds__(kOnChipThreads, 1)
     on_chip_kernel(const float* __restrict__ x, const float* __restrict__ y, std::int64_t n, float* params,
                    float* losses, float* partials, int epochs, float lr, float inv_n, float two_inv_n) {
-  constexpr int kRegs = kOnChipRegisterFloat4;
   cg::grid_group grid = cg::this_grid();
-  extern __shared__ float4 on_chip_data[];  // the slice's x float4s beyond the registers, then its y float4s
+  extern __shared__ float4 slice_memory[];
   __shared__ float new_wb[2];
   const int blocks = static_cast<int>(gridDim.x);
-  const int t = static_cast<int>(threadIdx.x);
-  const std::int64_t n4 = n / 4;
-  constexpr std::int64_t kRegisterFloat4s = kOnChipThreads * kRegs;  // per block
-  const std::int64_t per_block = (n4 + blocks - 1) / blocks;  // float4s per block (the last may have fewer)
-  const std::int64_t first = blockIdx.x * per_block;
-  const std::int64_t left = n4 - first;
-  const std::int64_t count = left <= 0 ? 0 : left < per_block ? left : per_block;
-  const std::int64_t in_registers = count < kRegisterFloat4s ? count : kRegisterFloat4s;
-  const int in_shared = static_cast<int>(count - in_registers);
-  const int shared_stride = per_block > kRegisterFloat4s ? static_cast<int>(per_block - kRegisterFloat4s) : 0;
-  const float4* x4 = reinterpret_cast<const float4*>(x) + first;
-  const float4* y4 = reinterpret_cast<const float4*>(y) + first;
-  float4* xs = on_chip_data;
-  float4* ys = on_chip_data + shared_stride;
-
-  // The only reads of X and y from memory in this launch.
-  float4 xr[kRegs], yr[kRegs];
-#pragma unroll
-  for (int k = 0; k < kRegs; ++k) {
-    const int j = t + k * kOnChipThreads;
-    const bool mine = j < in_registers;
-    xr[k] = mine ? x4[j] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    yr[k] = mine ? y4[j] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  }
-  for (int j = t; j < in_shared; j += kOnChipThreads) {
-    xs[j] = x4[in_registers + j];
-    ys[j] = y4[in_registers + j];
-  }
-  const std::int64_t tail = 4 * n4 + t;
-  const bool has_tail = blockIdx.x == 0 && tail < n;
-  const float x_tail = has_tail ? x[tail] : 0.0f;
-  const float y_tail = has_tail ? y[tail] : 0.0f;
-  __syncthreads();  // the shared slice is written
+  OnChipSlice slice;
+  slice.load(x, y, n, slice_memory);  // the only reads of X and y from memory in this launch
+  __syncthreads();
 
   float w = params[0];
   float b = params[1];
   for (int epoch = 0; epoch < epochs; ++epoch) {
-    Sums s{0.0f, 0.0f, 0.0f};
-#pragma unroll
-    for (int k = 0; k < kRegs; ++k) {
-      if (t + k * kOnChipThreads < in_registers) accumulate4(xr[k], yr[k], w, b, s);
-    }
-    for (int j = t; j < in_shared; j += kOnChipThreads) accumulate4(xs[j], ys[j], w, b, s);
-    if (has_tail) accumulate(x_tail, y_tail, w, b, s);
-    s = block_sums<kOnChipThreads>(s);
+    const Sums s = block_sums<kOnChipThreads>(slice.sums(w, b));
     float* row = partials + (epoch & 1) * 3 * blocks;
-    if (t == 0) {
+    if (threadIdx.x == 0) {
       row[blockIdx.x] = s.rr;
       row[blocks + blockIdx.x] = s.rx;
       row[2 * blocks + blockIdx.x] = s.r;
     }
     grid.sync();  // every block's partials are written and visible to every block
     const Sums total = reduce_partials<kOnChipThreads>(row, blocks, blocks);  // the same order everywhere
-    if (t == 0) {
+    if (threadIdx.x == 0) {
       if (blockIdx.x == 0) losses[epoch] = total.rr * inv_n;
       new_wb[0] = w - lr * (total.rx * two_inv_n);
       new_wb[1] = b - lr * (total.r * two_inv_n);
@@ -184,7 +145,7 @@ __global__ void __launch_bounds__(kOnChipThreads, 1)
     w = new_wb[0];
     b = new_wb[1];
   }
-  if (blockIdx.x == 0 && t == 0) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
     params[0] = w;
     params[1] = b;
   }
@@ -243,49 +204,17 @@ void FusedTraining::persistent_all_epochs() {
   CUDA_CHECK_LAUNCH();
 }
 
-// Variant 8's room on this GPU: the blocks that fit at once with the most dynamic shared memory a
-// block may have, each holding kOnChipThreads x kOnChipRegisterFloat4 float4s of x and of y in
-// registers and the rest in that shared memory.
-void FusedTraining::probe_on_chip() {
-  int device = 0, cooperative = 0, shared_optin = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  if (cooperative == 0) {
-    on_chip_unavailable_ = "needs cooperative launch (cudaDevAttrCooperativeLaunch), which this GPU lacks";
-    return;
-  }
-  cudaFuncAttributes kernel{};
-  CUDA_CHECK(cudaFuncGetAttributes(&kernel, on_chip_kernel));
-  // Whole float4 pairs (32 bytes: one x and one y) beside the kernel's static shared memory.
-  on_chip_shared_max_ = (shared_optin - static_cast<std::int64_t>(kernel.sharedSizeBytes)) / 32 * 32;
-  CUDA_CHECK(cudaFuncSetAttribute(on_chip_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(on_chip_shared_max_)));
-  int per_sm = 0;
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, on_chip_kernel, kOnChipThreads,
-                                                           static_cast<std::size_t>(on_chip_shared_max_)));
-  if (per_sm == 0) {
-    on_chip_unavailable_ = "no block of " + std::to_string(kOnChipThreads) + " threads with " +
-                           std::to_string(on_chip_shared_max_ / 1024) + " KiB of shared memory fits on an SM";
-    return;
-  }
-  on_chip_.blocks = per_sm * multiprocessors_;
-  on_chip_.register_bytes = static_cast<std::int64_t>(on_chip_.blocks) * kOnChipThreads * kOnChipRegisterFloat4 * 32;
-  on_chip_.shared_bytes = static_cast<std::int64_t>(on_chip_.blocks) * on_chip_shared_max_;
-}
+// Variant 8's room on this GPU (common/on_chip_room.h): the blocks that fit at once with the
+// most dynamic shared memory a block may have.
+void FusedTraining::probe_on_chip() { on_chip_ = probe_on_chip_room(reinterpret_cast<const void*>(on_chip_kernel)); }
 
 std::string FusedTraining::on_chip_text() const {
-  if (on_chip_.blocks == 0) return on_chip_unavailable_;
+  if (!on_chip_.available()) return on_chip_.unavailable;
+  const OnChipCapacity& room = on_chip_.capacity;
   return format("%d blocks x %d threads hold %.1f MB in registers + %.1f MB in shared memory = %lld training points; "
-                "this run's %lld need %.1f MB", on_chip_.blocks, kOnChipThreads, on_chip_.register_bytes / 1e6,
-                on_chip_.shared_bytes / 1e6, static_cast<long long>(on_chip_.points()),
+                "this run's %lld need %.1f MB", room.blocks, kOnChipThreads, room.register_bytes / 1e6,
+                room.shared_bytes / 1e6, static_cast<long long>(room.points()),
                 static_cast<long long>(train_points_), 8.0 * train_points_ / 1e6);
-}
-
-std::int64_t FusedTraining::on_chip_shared_bytes() const {
-  if (on_chip_.blocks == 0) return 0;
-  const std::int64_t per_block = ceil_div(train_points_ / 4, on_chip_.blocks);
-  return std::max<std::int64_t>(0, per_block - kOnChipThreads * kOnChipRegisterFloat4) * 32;
 }
 
 void FusedTraining::on_chip_all_epochs() {
@@ -300,9 +229,9 @@ void FusedTraining::on_chip_all_epochs() {
   void* args[] = {&x, &y, &n, &params, &losses, &partials, &epochs, &lr, &inv_n, &two_inv_n};
   // A cooperative launch refuses (cudaErrorCooperativeLaunchTooLarge) rather than deadlock when
   // the blocks cannot all be resident at once.
-  CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(on_chip_kernel), dim3(on_chip_.blocks),
-                                         dim3(kOnChipThreads), args, static_cast<std::size_t>(on_chip_shared_bytes()),
-                                         stream_));
+  CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(on_chip_kernel), dim3(on_chip_.capacity.blocks),
+                                         dim3(kOnChipThreads), args,
+                                         static_cast<std::size_t>(on_chip_.shared_bytes_for(train_points_)), stream_));
   CUDA_CHECK_LAUNCH();
 }
 
