@@ -4,10 +4,11 @@
 # allreduce (8 B..1 GiB on 2, 4, 8 GPUs, those there are); dp and ddp (5M points; ddp on 1, 2, 4
 # ranks, with PyTorch DDP and --nccl-nonblocking beside); mpi (ddp on 2 and 4 ranks started by Open
 # MPI's mpirun, if it is there; a build without MPI refuses); exchange (the epoch's 12 bytes three
-# ways, alone and in the epoch at 5M and 200M points; PyTorch's dist.all_reduce and symm_mem
+# ways, alone and in the epoch at 5M and 200M points, then training on chip from 1M to 12M points (5M among them)
+# beside chapter 05's sweep of the same sizes; PyTorch's dist.all_reduce and symm_mem
 # one_shot_all_reduce beside, on 2 and 4 GPUs); scaling (strong 5M, 100M; weak 100M
 # per GPU, over 1, 2, 4; PyTorch too); fault (the launcher kills rank 1 of 2 as it trains, with
-# each of the three exchanges, then stops it); nccl_tests (all_reduce_perf -b 8
+# each of the three exchanges and on chip, then stops it); nccl_tests (all_reduce_perf -b 8
 # -e 1G -f 8 -n 20 -w 5, when it is installed); plot (plots and summary.md from whatever
 # RESULTS_DIR holds).
 # STEPS (or the STEPS environment variable) is a comma list of those names, default all of them,
@@ -81,7 +82,16 @@ fi
 # The exchange: ours three ways (alone and in the epoch), then PyTorch's two. A PyTorch build
 # without symmetric memory says so and exits 77: that run is skipped, not failed.
 if step exchange; then
-  "$bench" exchange --json "$results/exchange.json" | tee "$results/exchange.txt" || status=1
+  # Beside the on-chip training, chapter 05's DRAM-bound variants on one GPU at the same sizes
+  # (every variant but 2, capped there, and 8, on chip): the bench takes the fastest of each size.
+  fused_bench=$build/../05_fused_kernels/fused_kernels_bench
+  sweep=()
+  if [[ -x $fused_bench ]]; then
+    "$fused_bench" --sweep --sizes 1M,2M,4M,5M,6M,8M,10M,12M --variant 1,3,4,5,6,7 --json "$results/one_gpu_sweep.json" \
+      >"$results/one_gpu_sweep.txt" 2>&1 || status=1
+    sweep=(--one-gpu-sweep "$results/one_gpu_sweep.json")
+  fi
+  "$bench" exchange "${sweep[@]}" --json "$results/exchange.json" | tee "$results/exchange.txt" || status=1
   for n in 2 4; do
     (( n <= gpus )) || continue
     for x in nccl symm_mem; do
@@ -113,6 +123,9 @@ if step fault && (( gpus >= 2 )); then
     fault "$x" --timeout-s 20 --exchange "$x"
   done
   fault stop_one_shot --timeout-s 5 --exchange one_shot --fault-signal stop
+  # On chip, rank 0 waits for rank 1 inside its persistent kernel.
+  fault on_chip --timeout-s 20 --on-chip
+  fault stop_on_chip --timeout-s 5 --on-chip --fault-signal stop
 fi
 # NCCL's own test, when it is on this machine (plot_multi_gpu.py otherwise compares with the
 # reference figures it carries; see there).

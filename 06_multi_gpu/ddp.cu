@@ -103,6 +103,7 @@ ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& setup, int re
   // of the communicator first stops the mailbox's waits on the GPU). Its waits give up a little
   // before the host's would, so that the error names the rank that never came.
   std::optional<OneShotMailbox> mailbox;
+  if (setup.on_chip && setup.exchange != ExchangeKind::kOneShot) throw std::logic_error("train_ddp_rank: on_chip needs one_shot");
   if (setup.exchange == ExchangeKind::kOneShot) mailbox.emplace(setup.world_size, setup.rank, 0.9 * watch.timeout_s);
   // This rank's communicator: every rank calls this with the same unique id; it returns when all joined.
   Communicator comm = Communicator::init_rank(setup.id, setup.world_size, setup.rank, watch, setup.nonblocking);
@@ -111,6 +112,8 @@ ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& setup, int re
   out.exchange = exchange_name(setup.exchange);
   SymmetricWindows windows;  // nccl_symmetric: the sums in a registered window
   connect_exchange(setup.exchange, mailbox ? &*mailbox : nullptr, comm, windows, replica, epochs, st, watch, out);
+  out.on_chip = setup.on_chip;
+  if (setup.on_chip) replica.use_on_chip(&*mailbox);  // OnChipDoesNotFit above the room
 
   Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
   std::vector<Event> progress(static_cast<std::size_t>(epochs));  // the host's pacing marks
@@ -118,7 +121,8 @@ ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& setup, int re
   auto run = [&] {
     replica.enqueue_reset();
     start.record(st);
-    for (int e = 0; e < epochs; ++e) {
+    if (setup.on_chip) replica.enqueue_all_epochs_on_chip();  // every epoch, the exchange inside
+    for (int e = 0; e < epochs && !setup.on_chip; ++e) {
       if (mailbox) {
         replica.enqueue_epoch_one_shot(e);  // sums, every rank's mailbox, the sum in rank order, the step
       } else {
@@ -133,7 +137,7 @@ ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& setup, int re
       }
     }
     stop.record(st);
-    comm.wait_event(stop.get(), "the last epochs", watch);
+    comm.wait_event(stop.get(), setup.on_chip ? "the epochs on chip" : "the last epochs", watch);
     return static_cast<double>(elapsed_ms(start, stop));
   };
   run();  // the warm-up, untimed (every run gives the same bits: what is read after the last is checked)

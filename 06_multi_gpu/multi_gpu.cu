@@ -10,12 +10,14 @@
 //   mpirun -np 2 multi_gpu ddp          # one process per GPU (the DDP analog); or, without MPI,
 //   multi_gpu_bench ddp --nproc 2       # the bench's launcher starts the ranks, as torchrun would
 //   multi_gpu --exchange one_shot       # the sums meet by hand over NVLink, no NCCL in the loop
+//   multi_gpu --on-chip                 # every epoch in one launch, each shard on its GPU's chip
 //
 // The lesson, in the order the README teaches it:
 //   1. replica.cu            what one GPU does: its shard's three sums (and their CPU twin), the step
 //   2. multi_gpu.cu (here)   DataParallel: one process, a plan per GPU, one NCCL group per epoch
 //   3. ddp.cu                DistributedDataParallel: a rank per GPU, its communicator from the launcher
 //   4. one_shot_exchange.cu  the exchange written by hand: a mailbox on every GPU, written over NVLink
+//   5. on_chip.cu            training on the GPUs' chips: every epoch in one launch, the exchange inside
 // The rest (harness/) keeps it safe and measures it: bounded NCCL waits, the launcher, MPI's
 // start, symmetric windows, the bench (multi_gpu_bench).
 #include "multi_gpu.h"
@@ -157,6 +159,7 @@ ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& 
                                 ExchangeOptions exchange) {
   NvtxRange range("data parallel");
   const bool by_hand = exchange.kind == ExchangeKind::kOneShot;  // the one-shot exchange, no NCCL in the loop
+  if (exchange.on_chip && !by_hand) throw std::logic_error("train_data_parallel: on_chip needs the one-shot exchange");
   // one_shot: every GPU writes into every other's mailbox (on until the mailboxes are gone).
   const PeerAccess peer_access = by_hand ? PeerAccess(devices) : PeerAccess();
   std::vector<Plan> plans = make_plans(problem, devices, exchange);
@@ -169,16 +172,23 @@ ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& 
   out.mode = "dp";
   out.exchange = exchange_name(exchange.kind);
   connect_exchange(exchange.kind, plans, comms, windows, devices, out);
+  out.on_chip = exchange.on_chip;
+  for (Plan& p : plans) {
+    make_current(p);
+    if (exchange.on_chip) p.replica->use_on_chip(p.mailbox.get());  // OnChipDoesNotFit above the room
+  }
 
   // One run: every epoch queued on every device (sums, then the all-reduce, then the step); the
-  // host waits only at the end.
+  // host waits only at the end. --on-chip: one launch per device does every epoch.
   auto run = [&] {
+    const UnsyncedLaunches waits_for_peers;  // by hand: GPU 0's kernel waits for GPU 1's, queued after it
     for (Plan& p : plans) {
       make_current(p);
       p.replica->enqueue_reset();
       p.start->record(p.stream->get());
+      if (exchange.on_chip) p.replica->enqueue_all_epochs_on_chip();
     }
-    for (int e = 0; e < problem.config.epochs; ++e) {
+    for (int e = 0; e < problem.config.epochs && !exchange.on_chip; ++e) {
       if (by_hand) {  // one kernel per GPU: its sums, written into every GPU's mailbox, all of them added, the step
         for (Plan& p : plans) {
           make_current(p);
@@ -310,6 +320,7 @@ struct Options {
   double timeout_s = 30.0;
   bool nonblocking = false;
   std::string exchange = "nccl";  // --exchange, checked by parse_exchange
+  bool on_chip = false;           // --on-chip (exchange one_shot)
 };
 
 // The float64 reference on a host thread while the GPUs train, when the problem is small enough.
@@ -343,8 +354,9 @@ void report_run(const ParallelRun& run, const regression::Config& c, std::future
   }
   table.print(out);
   report.json()["ranks"] = table.json();
-  report.json()["exchange"] = {{"used", run.exchange}, {"note", run.exchange_note}};
+  report.json()["exchange"] = {{"used", run.exchange}, {"note", run.exchange_note}, {"on_chip", run.on_chip}};
   if (!run.exchange_note.empty()) out << "exchange: " << run.exchange_note << "\n";
+  if (run.on_chip) out << "on chip: every epoch in one launch per GPU, each shard in its GPU's registers and shared memory\n";
   out << "every rank's w, b and test MSE bit-identical: " << (run.bit_identical() ? "yes" : "NO") << "\n";
   report.check(run.bit_identical(), run.mode + ": ranks ended with different w, b or test MSE");
   if (reference.valid()) {
@@ -383,7 +395,7 @@ int run_dp(const Options& o) {
                << "; " << o.config.points << " points (" << problem.train_points << " train), " << o.config.epochs
                << " epochs, lr " << o.config.lr << "; " << forced_environment_text() << "\n";
   auto reference = start_reference(o.config, o.reference_max);
-  const ExchangeOptions exchange{parse_exchange(o.exchange), o.timeout_s};
+  const ExchangeOptions exchange{parse_exchange(o.exchange), o.timeout_s, o.on_chip};
   report_run(train_data_parallel(problem, devices, o.repeats, exchange), o.config, std::move(reference), report);
   return report.finish();
 }
@@ -393,7 +405,7 @@ int run_ddp_rank(const Options& o, int rank, int world, int local_rank, const nc
   const GpuAvailability gpus = probe_gpus();
   if (!gpus.available()) throw NoGpuError(gpus.reason);
   DdpSetup s{rank, world, device_for_local_rank(local_rank, o.common.device, gpus.device_count), id, watch,
-             o.nonblocking, parse_exchange(o.exchange)};
+             o.nonblocking, parse_exchange(o.exchange), o.on_chip};
   const Problem problem = make_problem(o.config);
   auto reference = rank == 0 ? start_reference(o.config, o.reference_max) : std::future<regression::TrainingResult>{};
   const ParallelRun run = train_ddp_rank(problem, s, o.repeats);
@@ -421,6 +433,9 @@ int run(int argc, char** argv) {
   app.add_flag("--nccl-nonblocking", o.nonblocking, "ddp: communicators with ncclConfig_t::blocking = 0");
   app.add_option("--exchange", o.exchange, "how the sums meet: nccl (default), nccl_symmetric or one_shot")
       ->type_name("X");
+  app.add_flag("--on-chip", o.on_chip,
+               "every epoch in one launch per GPU, each shard kept in its registers and shared memory (the sums "
+               "meet by one_shot inside it)");
   app.add_subcommand("dp", "DataParallel analog: one process, every GPU (the default)");
   CLI::App* ddp = app.add_subcommand("ddp", "DistributedDataParallel analog: one rank, started by mpirun or multi_gpu_bench");
   app.require_subcommand(0, 1);
@@ -435,6 +450,10 @@ int run(int argc, char** argv) {
   require_at_least("--repeats", o.repeats, 1);
   require_positive("--timeout-s", o.timeout_s);
   (void)parse_exchange(o.exchange);  // a bad name is bad usage before any CUDA call
+  if (o.on_chip && app.count("--exchange") > 0 && o.exchange != "one_shot") {
+    throw UsageError("--on-chip exchanges the sums by one_shot inside its kernel, not --exchange " + o.exchange);
+  }
+  if (o.on_chip) o.exchange = "one_shot";
   if (!ddp->parsed() && o.nonblocking) throw UsageError("--nccl-nonblocking is for ddp (dp's communicators come from ncclCommInitAll)");
   if (ddp->parsed() && app.count("--gpus") > 0) throw UsageError("--gpus is for dp (a ddp rank drives one GPU: its local rank's)");
   if (!ddp->parsed()) return run_dp(o);

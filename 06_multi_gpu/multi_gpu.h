@@ -42,6 +42,7 @@ struct RankResult {
 
 struct ParallelRun {
   std::string mode;              // "dp" or "ddp"
+  bool on_chip = false;          // --on-chip: every epoch in one launch, each shard on its GPU's chip
   std::string exchange = "nccl";  // the exchange that ran (nccl_symmetric may fall back to nccl)
   std::string exchange_note;      // how, or why not, in one line (empty for the stock nccl)
   std::vector<RankResult> ranks;
@@ -54,10 +55,12 @@ struct ParallelRun {
 RankResult rank_result(int rank, int device, const Replica& replica, const Problem& problem,
                        const std::vector<double>& runs_ms);
 
-// --exchange (exchange.h), and how long a one-shot wait for a peer may last.
+// --exchange (exchange.h), how long a one-shot wait for a peer may last, and --on-chip (on_chip.cu:
+// the one-shot exchange inside one launch of every epoch; kind must be kOneShot).
 struct ExchangeOptions {
   ExchangeKind kind = ExchangeKind::kNccl;
   double timeout_s = 30.0;
+  bool on_chip = false;
 };
 
 // The DataParallel analog: one process, one host thread, one Replica per device, communicators
@@ -73,6 +76,7 @@ struct DdpSetup {
   Watch watch;
   bool nonblocking = false;  // ncclConfig_t::blocking = 0 (see Communicator::init_rank)
   ExchangeKind exchange = ExchangeKind::kNccl;  // one_shot waits at most watch.timeout_s
+  bool on_chip = false;                          // --on-chip (exchange one_shot)
 };
 
 // The DistributedDataParallel analog, run by every rank: the rank's shard, a communicator from

@@ -14,22 +14,38 @@
 namespace workbook::multi_gpu {
 namespace {
 
+// Each of these kernels is one warp (one_shot_exchange.cuh): the sums are read by every lane.
+// The exchange alone is launched as a programmatic dependent launch (Hopper's PDL): the next
+// kernel of the stream may be scheduled as soon as this one starts, and waits at
+// griddepcontrol.wait until this one has ended and its writes are visible. Back to back, a
+// launch then costs the wait, not the whole trip through the launch path.
 __global__ void one_shot_exchange_kernel(const float* sums, float* total, OneShotView v) {
-  one_shot_publish(v, sums[0], sums[1], sums[2]);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");              // the kernel before: ended, written
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");  // the next may be scheduled now
+#endif
+  const float mine[3] = {sums[0], sums[1], sums[2]};
+  const unsigned s = one_shot_next(v);
+  one_shot_publish(v, s, mine);
   float t[3];
-  if (!one_shot_gather(v, t)) return;
+  if (!one_shot_gather(v, s, mine, t) || threadIdx.x != 0) return;
+  one_shot_done(v, s);
   total[0] = t[0];
   total[1] = t[1];
   total[2] = t[2];
 }
 
 __global__ void one_shot_publish_kernel(const float* sums, OneShotView v) {
-  one_shot_publish(v, sums[0], sums[1], sums[2]);
+  const float mine[3] = {sums[0], sums[1], sums[2]};
+  one_shot_publish(v, one_shot_next(v), mine);
 }
 
-__global__ void one_shot_gather_kernel(float* total, OneShotView v) {
+__global__ void one_shot_gather_kernel(const float* sums, float* total, OneShotView v) {
+  const float mine[3] = {sums[0], sums[1], sums[2]};
+  const unsigned s = one_shot_next(v);
   float t[3];
-  if (!one_shot_gather(v, t)) return;
+  if (!one_shot_gather(v, s, mine, t) || threadIdx.x != 0) return;
+  one_shot_done(v, s);
   total[0] = t[0];
   total[1] = t[1];
   total[2] = t[2];
@@ -61,8 +77,7 @@ OneShotMailbox::OneShotMailbox(int world, int rank, double timeout_s) : timeout_
   CUDA_CHECK(cudaDeviceSynchronize());  // zeroed before any peer can learn where it is
   view_.mine = slots_.data();
   view_.mailboxes[rank] = slots_.data();
-  view_.sequence = counters_.data();
-  view_.failed = counters_.data() + 1;
+  view_.counters = counters_.data();  // cudaMalloc: 256-byte aligned, so both load as one 8-byte word
   view_.signals = static_cast<ExchangeSignals*>(mapped);
   view_.world = world;
   view_.rank = rank;
@@ -166,17 +181,26 @@ void connect_over_nccl(OneShotMailbox& box, Communicator& comm, cudaStream_t str
 }
 
 void launch_one_shot_exchange(const float* sums, float* total, const OneShotMailbox& box, cudaStream_t stream) {
-  one_shot_exchange_kernel<<<1, 1, 0, stream>>>(sums, total, box.view());
+  cudaLaunchAttribute early{};
+  early.id = cudaLaunchAttributeProgrammaticStreamSerialization;  // ignored before compute capability 9.0
+  early.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(1);
+  config.blockDim = dim3(32);
+  config.stream = stream;
+  config.attrs = &early;
+  config.numAttrs = 1;
+  CUDA_CHECK(cudaLaunchKernelEx(&config, one_shot_exchange_kernel, sums, total, box.view()));
   CUDA_CHECK_LAUNCH();
 }
 
 void launch_one_shot_publish(const float* sums, const OneShotMailbox& box, cudaStream_t stream) {
-  one_shot_publish_kernel<<<1, 1, 0, stream>>>(sums, box.view());
+  one_shot_publish_kernel<<<1, 32, 0, stream>>>(sums, box.view());
   CUDA_CHECK_LAUNCH();
 }
 
-void launch_one_shot_gather(float* total, const OneShotMailbox& box, cudaStream_t stream) {
-  one_shot_gather_kernel<<<1, 1, 0, stream>>>(total, box.view());
+void launch_one_shot_gather(const float* sums, float* total, const OneShotMailbox& box, cudaStream_t stream) {
+  one_shot_gather_kernel<<<1, 32, 0, stream>>>(sums, total, box.view());
   CUDA_CHECK_LAUNCH();
 }
 

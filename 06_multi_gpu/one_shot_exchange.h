@@ -19,7 +19,9 @@
 // no fence between the data and a flag, no flag of its own, no barrier, and nothing to reset
 // between epochs (the numbers only grow). The second set lets a fast rank write exchange s+1
 // while a slow one still reads exchange s. The number is a counter in each GPU's memory (not a
-// kernel argument), so a CUDA graph of the epoch loop replays correctly.
+// kernel argument), so a CUDA graph of the epoch loop replays correctly. One warp does the work:
+// lane l handles rank l / 3's sum l % 3, so the three words of every peer travel, and are waited
+// for, at once. A rank never writes its own slot: it adds its own sums from registers.
 //
 // A peer that never writes must not hang the others. The wait spins on its own memory alone at
 // first; only once a peer is late does it read the GPU's clock and the host's abort flag: it gives
@@ -55,8 +57,7 @@ inline constexpr const char* kOneShotNote = "one_shot: each GPU writes its sums 
 struct OneShotView {
   MailboxSlot* mailboxes[kMaxOneShotRanks] = {};  // rank r's mailbox as this GPU addresses it
   MailboxSlot* mine = nullptr;                     // == mailboxes[rank], in this GPU's memory
-  unsigned* sequence = nullptr;                    // exchanges done by this GPU (device memory)
-  unsigned* failed = nullptr;                      // sticky: nonzero once a wait gave up
+  unsigned* counters = nullptr;  // device memory, 8-byte aligned: [0] exchanges done, [1] nonzero once a wait gave up (sticky)
   ExchangeSignals* signals = nullptr;              // pinned host memory, as the GPU addresses it
   int world = 1;
   int rank = 0;
@@ -143,13 +144,14 @@ class DrainMailboxesFirst {
 // (waited for under `watch`), then opened: box.connect_ipc.
 void connect_over_nccl(OneShotMailbox& box, Communicator& comm, cudaStream_t stream, const Watch& watch);
 
-// The exchange alone (the training fuses it into the epoch's kernel): publish `sums` (3 floats on
-// this device) to every rank's mailbox, wait for every slot of this exchange and write their sum,
-// added in rank order, to `total` (3 floats). One kernel of one thread (the bench's timing), or
-// its two halves as two kernels (the tests, which order them by hand).
+// The exchange alone (the training fuses it into its kernels): publish `sums` (3 floats on this
+// device) to every peer's mailbox, wait for every peer's slot of this exchange and write the sum
+// of all ranks' sums, added in rank order, to `total` (3 floats; it may be `sums`). One kernel of
+// one warp (the bench's timing, the test sums), or its two halves as two kernels (the tests,
+// which order them by hand).
 void launch_one_shot_exchange(const float* sums, float* total, const OneShotMailbox& box, cudaStream_t stream);
 void launch_one_shot_publish(const float* sums, const OneShotMailbox& box, cudaStream_t stream);
-void launch_one_shot_gather(float* total, const OneShotMailbox& box, cudaStream_t stream);
+void launch_one_shot_gather(const float* sums, float* total, const OneShotMailbox& box, cudaStream_t stream);
 
 // Peer access both ways between every pair of `devices` (cudaDeviceEnablePeerAccess), for the
 // life of the object: what the one-process exchange needs to write into another GPU's memory.

@@ -103,18 +103,24 @@ __global__ void step_kernel(const float* all_reduced, float* params, float* loss
   sgd_step(sums, params, losses, epoch, lr, inv_n, two_inv_n);
 }
 
-// --exchange one_shot: the whole epoch in one kernel. The last block's thread 0, once it has the
-// shard's sums, publishes them into every GPU's mailbox, waits for every GPU's, adds them in rank
-// order and steps; a wait that gave up skips the step.
+// --exchange one_shot: the whole epoch in one kernel. The last block's first warp, once it has the
+// shard's sums, publishes them into every peer's mailbox, waits for every peer's, adds all ranks'
+// in rank order and steps; a wait that gave up skips the step.
 __global__ void __launch_bounds__(kThreads)
     one_shot_epoch_kernel(const float* __restrict__ x, const float* __restrict__ y, std::int64_t n, float* params,
                           float* partials, unsigned* done_count, float* losses, int epoch, float lr, float inv_n,
                           float two_inv_n, OneShotView mailbox) {
   Sums total;
-  if (!shard_sums(x, y, n, params, partials, done_count, total) || threadIdx.x != 0) return;
-  one_shot_publish(mailbox, total.rr, total.rx, total.r);
+  if (!shard_sums(x, y, n, params, partials, done_count, total) || threadIdx.x >= 32) return;
+  // Warp 0 of the last block exchanges (one_shot_exchange.cuh): the shard's sums to every lane.
+  const float mine[3] = {__shfl_sync(kFullWarp, total.rr, 0), __shfl_sync(kFullWarp, total.rx, 0),
+                         __shfl_sync(kFullWarp, total.r, 0)};
+  const unsigned s = one_shot_next(mailbox);
+  one_shot_publish(mailbox, s, mine);
   float all[3];
-  if (one_shot_gather(mailbox, all)) sgd_step(all, params, losses, epoch, lr, inv_n, two_inv_n);
+  if (!one_shot_gather(mailbox, s, mine, all) || threadIdx.x != 0) return;
+  one_shot_done(mailbox, s);
+  sgd_step(all, params, losses, epoch, lr, inv_n, two_inv_n);
 }
 
 }  // namespace

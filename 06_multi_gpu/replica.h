@@ -5,6 +5,7 @@
 //   ... all-reduce sums() over the GPUs ...
 //   replica.enqueue_step(epoch);   // w, b -= lr * gradient of the whole set: the same bits everywhere
 //   replica.enqueue_epoch_one_shot(epoch);   // --exchange one_shot: all three in one kernel
+//   replica.enqueue_all_epochs_on_chip();    // --on-chip: every epoch in one launch (on_chip.cu)
 //
 // Host-only declarations (g++ compiles this header); the kernels live in replica.cu.
 #pragma once
@@ -12,11 +13,13 @@
 #include "device_buffer.h"
 #include "gpu_memory.h"
 #include "harness/sharding.h"
+#include "on_chip_room.h"
 #include "regression_problem.h"
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 namespace workbook::multi_gpu {
@@ -62,6 +65,11 @@ class Replica {
   // every rank's mailbox, waits for every rank's slot, and steps on their sum in rank order.
   void use_one_shot(const OneShotMailbox* mailbox) { one_shot_ = mailbox; }
   void enqueue_epoch_one_shot(int epoch);
+  // --on-chip (on_chip.cu): every epoch in one cooperative launch that keeps the shard in this
+  // GPU's registers and shared memory, the sums meeting through `mailbox` inside the kernel.
+  // Throws OnChipDoesNotFit when the shard is larger than this GPU's room.
+  void use_on_chip(const OneShotMailbox* mailbox);
+  void enqueue_all_epochs_on_chip();
   void enqueue_test_sums();      // test_sums() = {sum r^2 over the test shard, 0, 0}
   float* test_sums() { return test_sums_.data(); }
 
@@ -88,6 +96,19 @@ class Replica {
   DeviceBuffer<unsigned> done_count_;
   float* exchange_sums_ = nullptr;
   const OneShotMailbox* one_shot_ = nullptr;
+  fused::OnChipRoom on_chip_room_;        // --on-chip: this GPU's room
+  DeviceBuffer<float> on_chip_partials_;  // --on-chip: 2 epochs x (3 sums + a flag) x its blocks
+};
+
+// The room of the on-chip kernel on the current GPU (common/on_chip_room.h): how many training
+// points each GPU can keep on chip for all epochs, computed from the GPU's properties.
+fused::OnChipRoom on_chip_room();
+
+// A shard larger than its GPU's room: "GPU 1's shard does not fit on chip: 38.4 MB needed, 48.0
+// MB available". The bench skips such a size; the program stops with the line.
+class OnChipDoesNotFit : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 }  // namespace workbook::multi_gpu

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <system_error>
@@ -40,6 +41,13 @@ void require_output_file(const std::string& flag, const std::string& path) {
   if (!folder.empty() && !std::filesystem::is_directory(folder, error)) {
     throw UsageError(flag + " " + path + ": the folder '" + folder.string() + "' does not exist");
   }
+}
+
+void require_input_file(const std::string& flag, const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) throw UsageError(flag + " " + path + ": no such file");
+  if (std::filesystem::is_directory(path, error)) throw UsageError(flag + " " + path + ": is a folder, not a file");
+  if (!std::ifstream(path)) throw UsageError(flag + " " + path + ": cannot be read");
 }
 
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {

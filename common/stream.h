@@ -5,6 +5,7 @@
 //   CUDA_CHECK(cudaEventRecord(copied.get(), copy_stream.get()));
 //   CUDA_CHECK(cudaStreamWaitEvent(compute_stream.get(), copied.get(), 0));
 //   StreamCapture capture(stream); ...launches...; cudaGraph_t graph = capture.end();  // recorded, not run
+//   GraphExec replay(graph); replay.launch(stream);      // run it, as often as wanted
 #pragma once
 
 #include "cuda_check.h"
@@ -101,6 +102,35 @@ class StreamCapture {
   cudaStream_t stream_;
   UnsyncedLaunches unsynced_;
   bool capturing_ = true;
+};
+
+// A captured graph made launchable (cudaGraphInstantiate, with the graph's device current); the
+// graph itself is freed at once, the executable graph with this object.
+class GraphExec {
+ public:
+  explicit GraphExec(cudaGraph_t graph) {
+    const cudaError_t e = cudaGraphInstantiate(&exec_, graph, 0);
+    (void)cudaGraphDestroy(graph);
+    CUDA_CHECK(e);
+  }
+  ~GraphExec() {
+    if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
+  }
+  GraphExec(GraphExec&& other) noexcept : exec_(std::exchange(other.exec_, nullptr)) {}
+  GraphExec& operator=(GraphExec&& other) noexcept {
+    if (this != &other) {
+      if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
+      exec_ = std::exchange(other.exec_, nullptr);
+    }
+    return *this;
+  }
+  GraphExec(const GraphExec&) = delete;
+  GraphExec& operator=(const GraphExec&) = delete;
+
+  void launch(cudaStream_t stream) const { CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
+
+ private:
+  cudaGraphExec_t exec_ = nullptr;
 };
 
 // Milliseconds between two recorded, completed events (both created with EventTiming::kEnabled).

@@ -429,6 +429,32 @@ TEST_CASE("exchange: three names, and anything else is bad usage naming them") {
   }
 }
 
+TEST_CASE("on-chip room: blocks x (registers + shared memory), and the line above it") {
+  using fused::kOnChipRegisterFloat4;
+  using fused::kOnChipThreads;
+  // An H100's or H200's shape: 132 SMs, one 512-thread block each, 227 KiB of shared memory.
+  const fused::OnChipRoom room = fused::on_chip_room_of(1, 132, 232'416);
+  CHECK(room.capacity.blocks == 132);
+  CHECK(room.capacity.register_bytes == 132LL * kOnChipThreads * kOnChipRegisterFloat4 * 32);  // 17.3 MB
+  CHECK(room.capacity.shared_bytes == 132LL * 232'416);                                      // 30.7 MB
+  CHECK(room.capacity.points() == room.capacity.bytes() / 8);
+  // A block's registers hold 512 x 8 float4 pairs: 16384 points; beyond that, 32 bytes a pair.
+  CHECK(room.shared_bytes_for(132LL * 16'384) == 0);
+  CHECK(room.shared_bytes_for(132LL * 16'384 + 4) == 32);  // one float4 more: block 0 takes it
+  CHECK(room.fits(room.capacity.points()));
+  CHECK_FALSE(room.fits(room.capacity.points() + 4 * 132));
+  // 10M points train on 8M: 64 MB, too much for one such GPU, and half of it fits on each of two.
+  const std::int64_t train = regression::split_of(10'000'000).train;
+  CHECK_FALSE(room.fits(train));
+  CHECK(room.fits(shard_of(train, 2, 0).count));
+  CHECK(room.does_not_fit(train) == "does not fit on chip: 64.0 MB needed, 48.0 MB available");
+  // No cooperative launch, or no block that fits: no room at any size, and the reason instead.
+  fused::OnChipRoom none;
+  none.unavailable = "needs cooperative launch";
+  CHECK_FALSE(none.fits(1));
+  CHECK(none.does_not_fit(1) == "needs cooperative launch");
+}
+
 TEST_CASE("exchange: a one-shot wait that gave up is one line naming the rank and the epoch") {
   ExchangeSignals s;
   CHECK_FALSE(exchange_failure(s, 20, 30.0));  // code 0: all is well
@@ -521,6 +547,11 @@ TEST_CASE("programs: usage errors are exit 2 with a one-line reason") {
       {{"--gpus", "0"}, "--gpus must be at least 1, got 0"},
       {{"ddp", "--nproc", "0"}, "--nproc must be at least 1, got 0"},
       {{"scaling", "--gpu-counts", "1,2,1"}, "--gpu-counts: '1,2,1' lists 1 twice"},
+      {{"ddp", "--on-chip", "--exchange", "nccl_symmetric"}, "--on-chip exchanges the sums by one_shot"},
+      {{"scaling", "--on-chip"}, "--on-chip is for ddp, not scaling"},
+      {{"exchange", "--one-gpu-sweep", "/nonexistent/sweep.json"}, "--one-gpu-sweep /nonexistent/sweep.json: no such file"},
+      {{"exchange", "--one-gpu-sweep", "/tmp"}, "--one-gpu-sweep /tmp: is a folder, not a file"},
+      {{"exchange", "--on-chip-points", "1M,1M"}, "--on-chip-points: '1M,1M' lists 1M twice"},
   };
   const std::vector<std::pair<std::vector<std::string>, std::string>> lesson_cases = {
       {{"--gpus", "-1"}, "--gpus must be at least 1, got -1"},
@@ -536,6 +567,7 @@ TEST_CASE("programs: usage errors are exit 2 with a one-line reason") {
       {{"ddp"}, "ddp runs one process per GPU: start the ranks with `multi_gpu_bench ddp --nproc N`"},
       {{"--exchange", "ring"}, "--exchange must be nccl, nccl_symmetric or one_shot, got 'ring'"},
       {{"ddp", "--exchange", "ONE_SHOT"}, "--exchange must be nccl, nccl_symmetric or one_shot"},
+      {{"--on-chip", "--exchange", "nccl"}, "--on-chip exchanges the sums by one_shot inside its kernel, not --exchange nccl"},
   };
   for (const auto& [program, cases] : {std::pair{WORKBOOK_PROGRAM, lesson_cases}, std::pair{WORKBOOK_BENCH_PROGRAM, bench_cases}}) {
     for (const auto& [args, message] : cases) {
@@ -731,6 +763,29 @@ TEST_CASE("one GPU: --exchange one_shot and nccl_symmetric give the single-GPU b
   }
 }
 
+TEST_CASE("on chip, one GPU: the float64 reference, the same bits on a rerun; above the room, one line",
+          "[gpu]") {
+  require_gpus(1);
+  const nlohmann::json a = run_json(WORKBOOK_PROGRAM, {"--quick", "--gpus", "1", "--on-chip"});
+  require_training_passed(a, 1);  // the float64 reference (04's tolerances), and one GPU
+  CHECK(a["exchange"]["on_chip"] == true);
+  CHECK(a["exchange"]["used"] == "one_shot");
+  const nlohmann::json again = run_json(WORKBOOK_PROGRAM, {"--quick", "--gpus", "1", "--on-chip", "--repeats", "3"});
+  CHECK(again["ranks"][0]["w"] == a["ranks"][0]["w"]);
+  CHECK(again["ranks"][0]["b"] == a["ranks"][0]["b"]);
+  // Through the launcher: one rank, its mailbox connected over NCCL to itself alone.
+  const nlohmann::json ddp = run_json(WORKBOOK_BENCH_PROGRAM, {"ddp", "--quick", "--nproc", "1", "--on-chip"});
+  require_training_passed(ddp["ddp"]["rank0"], 1);
+  CHECK(ddp["ddp"]["rank0"]["ranks"][0]["w"] == a["ranks"][0]["w"]);
+  // 20M points train on 16M: 128 MB, more than any GPU of today holds on chip.
+  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--gpus", "1", "--on-chip", "--points", "20M", "--epochs", "1"});
+  CAPTURE(r.out, r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, StartsWith("error: GPU 0's shard does not fit on chip: 128.0 MB needed, ") &&
+                        ContainsSubstring(" MB available"));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
 TEST_CASE("one-shot kernels on one GPU: two mailboxes add in rank order; a missing rank is named; abort ends a wait",
           "[gpu]") {
   require_gpus(1);
@@ -748,13 +803,13 @@ TEST_CASE("one-shot kernels on one GPU: two mailboxes add in rank order; a missi
     return v;
   };
 
-  SECTION("one rank: the gathered sums are its own") {
+  SECTION("one rank: the gathered sums are its own (it publishes to nobody, waits for nobody)") {
     OneShotMailbox box(1, 0, 5.0);
     const DeviceBuffer<float> in = upload({1.5f, -2.0f, 3.25f});
     DeviceBuffer<float> out = upload({0, 0, 0});
     for (int i = 0; i < 3; ++i) {  // both parity sets, and back
       launch_one_shot_publish(in.data(), box, st);
-      launch_one_shot_gather(out.data(), box, st);
+      launch_one_shot_gather(in.data(), out.data(), box, st);
     }
     stream.synchronize();
     CHECK(download(out) == std::vector<float>{1.5f, -2.0f, 3.25f});
@@ -769,8 +824,8 @@ TEST_CASE("one-shot kernels on one GPU: two mailboxes add in rank order; a missi
     for (int i = 0; i < 5; ++i) {  // one stream: each gather finds both slots already written
       launch_one_shot_publish(in0.data(), a, st);
       launch_one_shot_publish(in1.data(), b, st);
-      launch_one_shot_gather(out0.data(), a, st);
-      launch_one_shot_gather(out1.data(), b, st);
+      launch_one_shot_gather(in0.data(), out0.data(), a, st);
+      launch_one_shot_gather(in1.data(), out1.data(), b, st);
     }
     stream.synchronize();
     const std::vector<float> want = {1e8f + 1.0f, 22.0f, 33.0f};  // rank 0's + rank 1's, in float
@@ -785,13 +840,13 @@ TEST_CASE("one-shot kernels on one GPU: two mailboxes add in rank order; a missi
     const DeviceBuffer<float> in = upload({1, 2, 3});
     DeviceBuffer<float> out = upload({0, 0, 0});
     launch_one_shot_publish(in.data(), a, st);
-    launch_one_shot_gather(out.data(), a, st);
+    launch_one_shot_gather(in.data(), out.data(), a, st);
     const double seconds = seconds_of([&] { stream.synchronize(); });
     CHECK(seconds < 30.0);  // a liveness bound, not a speed: it ended by itself
     const auto line = a.failure(10);
     REQUIRE(line);
     CHECK_THAT(*line, ContainsSubstring("gave up after 0.2 s waiting for rank 1's sums of epoch 0 (run 0)"));
-    launch_one_shot_gather(out.data(), a, st);  // sticky: returns at once, the record unchanged
+    launch_one_shot_gather(in.data(), out.data(), a, st);  // sticky: returns at once, the record unchanged
     stream.synchronize();
     CHECK(a.failure(10) == line);
     CHECK(download(out) == std::vector<float>{0, 0, 0});
@@ -802,7 +857,7 @@ TEST_CASE("one-shot kernels on one GPU: two mailboxes add in rank order; a missi
     const DeviceBuffer<float> in = upload({1, 2, 3});
     DeviceBuffer<float> out = upload({0, 0, 0});
     launch_one_shot_publish(in.data(), a, st);
-    launch_one_shot_gather(out.data(), a, st);
+    launch_one_shot_gather(in.data(), out.data(), a, st);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     CHECK(cudaStreamQuery(st) == cudaErrorNotReady);  // still waiting for rank 1
     a.abort();
@@ -854,20 +909,39 @@ TEST_CASE("DP and DDP with --exchange one_shot and nccl_symmetric on 2 GPUs: sin
   }
 }
 
+TEST_CASE("on chip, 2 GPUs, one process and one per GPU: the reference, bit-identical ranks and reruns",
+          "[multigpu]") {
+  require_gpus(2);
+  const nlohmann::json dp = run_json(WORKBOOK_PROGRAM, {"--quick", "--gpus", "2", "--on-chip"});
+  require_training_passed(dp, 2);
+  const nlohmann::json again = run_json(WORKBOOK_PROGRAM, {"--quick", "--gpus", "2", "--on-chip", "--repeats", "3"});
+  CHECK(again["ranks"][1]["w"] == dp["ranks"][1]["w"]);
+  CHECK(again["ranks"][1]["b"] == dp["ranks"][1]["b"]);
+  const nlohmann::json ddp = run_json(WORKBOOK_BENCH_PROGRAM, {"ddp", "--quick", "--nproc", "2", "--on-chip"});
+  require_training_passed(ddp["ddp"]["rank0"], 2);
+  CHECK(ddp["ddp"]["rank0"]["ranks"][0]["w"] == dp["ranks"][0]["w"]);  // the same kernel, the same bits
+  CHECK(ddp["ddp"]["rank0"]["exchange"]["on_chip"] == true);
+}
+
 TEST_CASE("bench exchange: every way's sums exact on 2 GPUs, every epoch checked", "[multigpu]") {
   require_gpus(2);
   const nlohmann::json j = run_json(WORKBOOK_BENCH_PROGRAM, {"exchange", "--quick", "--gpus", "2", "--gpu-counts", "2"});
   CHECK(j["passed"] == true);
-  // Three ways in one process, then one_shot with one process per GPU (mailboxes over CUDA IPC).
-  REQUIRE(j["exchange"]["alone"].size() == 4);
-  CHECK(j["exchange"]["alone"][3]["form"] == "ddp");
-  CHECK(j["exchange"]["alone"][3]["exchange"] == "one_shot");
+  // Six ways in one process (nccl, nccl_symmetric, one_shot launched, graphed and in one kernel,
+  // an empty kernel), then one_shot with one process per GPU (mailboxes over CUDA IPC).
+  REQUIRE(j["exchange"]["alone"].size() == 7);
+  CHECK(j["exchange"]["alone"][4]["launch"] == "one_kernel");
+  CHECK(j["exchange"]["alone"][5]["exchange"] == "none");
+  CHECK(j["exchange"]["alone"][6]["form"] == "ddp");
+  CHECK(j["exchange"]["alone"][6]["exchange"] == "one_shot");
   for (const auto& row : j["exchange"]["alone"]) {
     CAPTURE(row.dump());
     CHECK(row["correct"] == true);
     CHECK(row["time_us"]["median"].get<double>() > 0.0);
   }
-  REQUIRE(j["exchange"]["epochs"].size() == 6);  // 3 exchanges x dp, ddp at one size
+  REQUIRE(j["exchange"]["epochs"].size() == 7);  // 3 exchanges x dp, ddp at one size, then on_chip
+  CHECK(j["exchange"]["epochs"][6]["mode"] == "on_chip");
+  CHECK(j["exchange"]["epochs"][6]["gpus"] == 2);
   for (const auto& row : j["exchange"]["epochs"]) CHECK(row["passed"] == true);
 }
 
@@ -916,20 +990,25 @@ TEST_CASE("a rank killed from outside as it trains: rank 0 stops within the boun
   // makes rank 0's host set the abort flag that kernel polls (else its own timeout would end it).
   // nccl_symmetric: NCCL's symmetric kernels before 2.29.7 do not poll its abort flag, so rank 0's
   // kernel may never return; its teardown then ends by the last-resort exit (nccl_comm.h).
-  const std::string exchange = GENERATE(as<std::string>(), "nccl", "nccl_symmetric", "one_shot");
+  // one_shot --on-chip: rank 0's persistent kernel waits inside an epoch; the abort flag ends it too.
+  const std::string exchange = GENERATE(as<std::string>(), "nccl", "nccl_symmetric", "one_shot", "on_chip");
   CAPTURE(exchange);
+  const bool on_chip = exchange == "on_chip";
   const double bound = 20.0;
   const std::string path = temp_path("fault.json");
   // A run far longer than the fault's 0.5 s: rank 1 is killed while both ranks train.
-  const ProgramResult r =
-      run_program({WORKBOOK_BENCH_PROGRAM, "ddp", "--quick", "--nproc", "2", "--epochs", "10000", "--repeats", "1000",
-                   "--reference-max", "0", "--fault-rank", "1", "--fault-after-s", "0.5", "--timeout-s",
-                   std::to_string(bound), "--exchange", exchange, "--json", path});
+  std::vector<std::string> argv = {WORKBOOK_BENCH_PROGRAM, "ddp", "--quick", "--nproc", "2", "--epochs", "10000",
+                                   "--repeats", "1000", "--reference-max", "0", "--fault-rank", "1", "--fault-after-s",
+                                   "0.5", "--timeout-s", std::to_string(bound), "--exchange",
+                                   on_chip ? "one_shot" : exchange, "--json", path};
+  if (on_chip) argv.emplace_back("--on-chip");
+  const ProgramResult r = run_program(argv);
   CAPTURE(r.out, r.err);
   CHECK(r.exit_code == 1);  // not 124: it ended by itself, within run_program's limit
   CHECK_THAT(r.out + r.err, ContainsSubstring("rank 1 failed (signal " + std::to_string(SIGKILL)));
   CHECK_THAT(r.out, ContainsSubstring("sending signal " + std::to_string(SIGKILL)));  // the launcher's log
-  CHECK_THAT(r.err, ContainsSubstring("rank 0: stopping in epoch"));  // it landed while rank 0 trained
+  // It landed while rank 0 trained (on chip: inside the one launch of all epochs).
+  CHECK_THAT(r.err, ContainsSubstring(on_chip ? "rank 0: stopping in the epochs on chip" : "rank 0: stopping in epoch"));
   const nlohmann::json j = read_json(path);
   CHECK(j["passed"] == false);
   CHECK(j["ddp"]["launcher"]["failed_rank"] == 1);

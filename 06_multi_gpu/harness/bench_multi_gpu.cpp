@@ -183,6 +183,7 @@ std::vector<std::string> worker_arguments(const Options& o, const regression::Co
   a.insert(a.end(), {"--noise", noise.str()});
   if (o.nccl_nonblocking) a.emplace_back("--nccl-nonblocking");
   if (o.exchange != "nccl") a.insert(a.end(), {"--exchange", o.exchange});
+  if (o.on_chip) a.emplace_back("--on-chip");
   return a;
 }
 
@@ -463,6 +464,7 @@ RanksOutcome one_shot_over_ranks(const Options& o, int n) {
     }
     ExchangeRow mine;
     mine.kind = ExchangeKind::kOneShot;
+    mine.form = ExchangeForm::kGraphed;
     mine.used = exchange_name(mine.kind);
     mine.gpus = n;
     mine.correct = (*row)["correct"].get<bool>();
@@ -503,33 +505,47 @@ int run_exchange_rank(const Options& o) {
   return report.finish();
 }
 
+// One printed row of the exchange alone, and its JSON.
+void exchange_alone_row(const ExchangeRow& r, const char* form, Report& report, nlohmann::json& rows) {
+  const std::string exchange = r.form == ExchangeForm::kEmptyKernel ? "none" : exchange_name(r.kind);
+  report.out() << std::setw(6) << r.gpus << std::setw(6) << form << "  " << std::left << std::setw(16) << exchange
+               << std::setw(14) << r.used << std::setw(12) << form_name(r.form) << std::right << std::setw(9)
+               << fixed(r.time_us.median, 2) << std::setw(9) << fixed(r.time_us.min, 2) << std::setw(9)
+               << fixed(r.time_us.max, 2) << "   " << (r.correct ? "exact" : "WRONG") << "\n";
+  if (!r.note.empty() && r.used != exchange_name(r.kind)) report.out() << "        " << r.note << "\n";
+  report.check(r.correct, "exchange: " + exchange + " (" + form + ", " + form_name(r.form) + ") on " +
+                              std::to_string(r.gpus) + " GPUs gave wrong sums");
+  rows.push_back({{"gpus", r.gpus}, {"form", form}, {"launch", form_name(r.form)}, {"exchange", exchange},
+                  {"used", r.used}, {"note", r.note}, {"time_us", stats_json(r.time_us)}, {"correct", r.correct}});
+}
+
 // Returns the signal that stopped one of its launches, 0 if none.
 int run_exchange_alone(const Options& o, const std::vector<int>& devices, const std::vector<int>& counts,
                        Report& report) {
   std::ostream& out = report.out();
-  out << "-- alone, in one process (GPU time: each GPU's " << o.allreduce.iterations
-      << " exchanges queued behind a latch, back to back; the slowest GPU's time per exchange, median of "
-      << o.allreduce.batches << " batches):\n"
-      << "  GPUs  exchange          ran               time us     min us     max us   sums\n";
+  out << "-- alone (GPU time per exchange: the slowest GPU's, median of " << o.allreduce.batches << " batches of "
+      << o.allreduce.iterations << "). dp: one process, each GPU's batch queued behind a latch; launch: launched (one "
+      << "call per exchange), graph (the batch replayed as a CUDA graph), one_kernel (the batch inside one kernel); "
+      << "exchange none: an empty kernel, the launch alone. ddp: one process per GPU (mailboxes over CUDA IPC), each "
+      << "rank replaying its graph behind an all-reduce that lines the ranks up:\n"
+      << "  GPUs  form  exchange        ran           launch       time us   min us   max us   sums\n";
   nlohmann::json rows = nlohmann::json::array();
+  struct Way {
+    ExchangeKind kind;
+    ExchangeForm form;
+  };
+  constexpr Way kWays[] = {{ExchangeKind::kNccl, ExchangeForm::kLaunched},
+                           {ExchangeKind::kNcclSymmetric, ExchangeForm::kLaunched},
+                           {ExchangeKind::kOneShot, ExchangeForm::kLaunched},
+                           {ExchangeKind::kOneShot, ExchangeForm::kGraphed},
+                           {ExchangeKind::kOneShot, ExchangeForm::kInOneKernel},
+                           {ExchangeKind::kOneShot, ExchangeForm::kEmptyKernel}};
   for (int n : counts) {
     const std::vector<int> sub(devices.begin(), devices.begin() + n);
-    for (ExchangeKind kind : kExchanges) {
-      const ExchangeRow r = measure_exchange(sub, kind, o.allreduce, o.timeout_s);
-      out << std::setw(6) << n << "  " << std::left << std::setw(18) << exchange_name(kind) << std::setw(14) << r.used
-          << std::right << std::setw(11) << fixed(r.time_us.median, 2) << std::setw(11) << fixed(r.time_us.min, 2)
-          << std::setw(11) << fixed(r.time_us.max, 2) << "   " << (r.correct ? "exact" : "WRONG") << "\n";
-      if (!r.note.empty() && r.used != exchange_name(kind)) out << "        " << r.note << "\n";
-      report.check(r.correct, std::string("exchange: ") + exchange_name(kind) + " on " + std::to_string(n) +
-                                  " GPUs gave wrong sums");
-      rows.push_back({{"gpus", n}, {"form", "dp"}, {"exchange", exchange_name(kind)}, {"used", r.used},
-                      {"note", r.note}, {"time_us", stats_json(r.time_us)}, {"correct", r.correct}});
+    for (const Way& way : kWays) {
+      exchange_alone_row(measure_exchange(sub, way.kind, o.allreduce, o.timeout_s, way.form), "dp", report, rows);
     }
   }
-  out << "-- one_shot alone, one process per GPU (mailboxes over CUDA IPC; each rank replays a CUDA graph of "
-      << o.allreduce.iterations << " exchanges behind an all-reduce that lines the ranks up; the slowest rank's time "
-      << "per exchange, its median of " << o.allreduce.batches << " replays):\n"
-      << "  GPUs  exchange          ran               time us     min us     max us   sums\n";
   for (int n : counts) {
     const RanksOutcome r = one_shot_over_ranks(o, n);
     if (r.stop_signal != 0) {
@@ -538,17 +554,11 @@ int run_exchange_alone(const Options& o, const std::vector<int>& devices, const 
       return r.stop_signal;
     }
     if (!r.row) {
-      out << std::setw(6) << n << "  one_shot          FAILED: " << r.failure << "\n";
+      out << std::setw(6) << n << "   ddp  one_shot        FAILED: " << r.failure << "\n";
       report.check(false, "exchange: one_shot over " + std::to_string(n) + " ranks: " + r.failure);
       continue;
     }
-    const ExchangeRow& x = *r.row;
-    out << std::setw(6) << n << "  " << std::left << std::setw(18) << "one_shot" << std::setw(14) << x.used << std::right
-        << std::setw(11) << fixed(x.time_us.median, 2) << std::setw(11) << fixed(x.time_us.min, 2) << std::setw(11)
-        << fixed(x.time_us.max, 2) << "   " << (x.correct ? "exact" : "WRONG") << "\n";
-    report.check(x.correct, "exchange: one_shot over " + std::to_string(n) + " ranks gave wrong sums");
-    rows.push_back({{"gpus", n}, {"form", "ddp"}, {"exchange", "one_shot"}, {"used", x.used}, {"note", ""},
-                    {"time_us", stats_json(x.time_us)}, {"correct", x.correct}});
+    exchange_alone_row(*r.row, "ddp", report, rows);
   }
   report.json()["exchange"]["alone"] = rows;
   return 0;
@@ -615,6 +625,98 @@ int run_exchange_epochs(const Options& o, const std::vector<int>& devices, const
   return 0;
 }
 
+// Chapter 05's fastest variant that reads the data from DRAM every epoch (every variant but
+// on_chip) at `points`, from its sweep's JSON: nullopt when the sweep has no passed row there.
+std::optional<nlohmann::json> one_gpu_best(const nlohmann::json& sweep, std::int64_t points) {
+  std::optional<nlohmann::json> best;
+  for (const auto& row : sweep.value("rows", nlohmann::json::array())) {
+    if (row.value("implementation", "") != "cuda" || row.value("variant", "") == "on_chip" ||
+        row.value("points", std::int64_t{0}) != points || !row.value("passed", false)) {
+      continue;
+    }
+    if (!best || row["us_per_epoch"].get<double>() < (*best)["us_per_epoch"].get<double>()) best = row;
+  }
+  return best;
+}
+
+nlohmann::json read_sweep(const std::string& path) {
+  std::ifstream file(path);
+  nlohmann::json j;
+  try {
+    file >> j;
+  } catch (const nlohmann::json::exception&) {
+    throw std::runtime_error("--one-gpu-sweep " + path + ": not JSON (write it with fused_kernels_bench --sweep --json)");
+  }
+  if (!j.is_object() || !j.contains("rows")) {
+    throw std::runtime_error("--one-gpu-sweep " + path + ": no rows (write it with fused_kernels_bench --sweep --json)");
+  }
+  return j;
+}
+
+// Training on the GPUs' chips (on_chip.cu) at each --on-chip-points size, on each GPU count (dp
+// form: one process), checked as the epochs above; a size whose shard does not fit a GPU's room
+// is skipped with the room's line. Then, beside each size, chapter 05's fastest DRAM-bound
+// variant from --one-gpu-sweep (the same machine, the same run of benchmark.sh).
+void run_exchange_on_chip(const Options& o, const std::vector<int>& devices, const std::vector<int>& counts,
+                          Report& report) {
+  std::ostream& out = report.out();
+  CUDA_CHECK(cudaSetDevice(devices.front()));
+  const fused::OnChipRoom room = on_chip_room();
+  out << "-- on chip (every epoch in one launch per GPU, each shard kept in its GPU's registers and shared memory, the "
+         "sums meeting by one_shot inside it; time per epoch of the slowest GPU, median of " << o.repeats << " runs); "
+      << "GPU " << devices.front() << "'s room: " << room.capacity.blocks << " blocks hold "
+      << fixed(room.capacity.bytes() / 1e6, 1) << " MB = " << room.capacity.points() << " training points\n"
+      << "       points  GPUs  mode          train/GPU   epoch us  checked\n";
+  report.json()["exchange"]["on_chip_room"] = {{"blocks", room.capacity.blocks}, {"bytes", room.capacity.bytes()},
+                                               {"train_points", room.capacity.points()}};
+  nlohmann::json& rows = report.json()["exchange"]["epochs"];
+  nlohmann::json skipped = nlohmann::json::array();
+  const std::optional<nlohmann::json> sweep =
+      o.one_gpu_sweep.empty() ? std::nullopt : std::optional<nlohmann::json>(read_sweep(o.one_gpu_sweep));
+  for (std::int64_t points : parse_point_list(o.on_chip_points, "--on-chip-points")) {
+    const regression::Config c = training_config(o, points);
+    const Problem problem = make_problem(c);
+    std::string why_not;
+    CUDA_CHECK(cudaSetDevice(devices.front()));
+    const std::optional<regression::TrainingResult> single = single_gpu(c, &why_not);
+    for (int n : counts) {
+      const std::vector<int> sub(devices.begin(), devices.begin() + n);
+      const std::int64_t per_gpu = shard_of(problem.train_points, n, 0).count;  // rank 0's: the largest
+      std::optional<ParallelRun> run;
+      try {
+        run = train_data_parallel(problem, sub, o.repeats, {ExchangeKind::kOneShot, o.timeout_s, /*on_chip=*/true});
+      } catch (const OnChipDoesNotFit& e) {
+        out << std::setw(13) << points << std::setw(6) << n << "  on_chip       skipped: " << e.what() << "\n";
+        skipped.push_back({{"points", points}, {"gpus", n}, {"mode", "on_chip"}, {"skipped", e.what()}});
+        continue;
+      }
+      const bool ok = run->bit_identical() && (!single || check_against_single_gpu(*run, *single).ok);
+      const double epoch_us = run->slowest().epoch_us;
+      out << std::setw(13) << points << std::setw(6) << n << "  on_chip   " << std::setw(13) << per_gpu
+          << std::setw(11) << fixed(epoch_us, 2) << std::setw(9) << (ok ? "ok" : "FAILED") << "\n" << std::flush;
+      report.check(ok, "exchange: on_chip at " + std::to_string(points) + " points on " + std::to_string(n) +
+                           " GPUs failed");
+      rows.push_back({{"points", points}, {"gpus", n}, {"mode", "on_chip"}, {"exchange", "one_shot"},
+                      {"used", run->exchange}, {"train_points_per_gpu", per_gpu}, {"us_per_epoch", epoch_us},
+                      {"passed", ok}});
+    }
+    if (!sweep) continue;
+    const std::optional<nlohmann::json> best = one_gpu_best(*sweep, points);
+    if (!best) {
+      out << std::setw(13) << points << "     1  one_gpu_best  no passed DRAM-bound row in " << o.one_gpu_sweep << "\n";
+      continue;
+    }
+    const double us = (*best)["us_per_epoch"].get<double>();
+    out << std::setw(13) << points << std::setw(6) << 1 << "  one_gpu_best" << std::setw(12)
+        << (*best)["train_points"].get<std::int64_t>() << std::setw(11) << fixed(us, 2) << "       ok  (05's "
+        << (*best)["variant"].get<std::string>() << ")\n";
+    rows.push_back({{"points", points}, {"gpus", 1}, {"mode", "one_gpu_best"}, {"exchange", "none"},
+                    {"used", (*best)["variant"]}, {"us_per_epoch", us}, {"passed", true},
+                    {"source", o.one_gpu_sweep}, {"device", sweep->value("device_name", "")}});
+  }
+  report.json()["exchange"]["on_chip_skipped"] = skipped;
+}
+
 // Returns the signal that stopped one of its launches, 0 if none.
 int run_exchange(const Options& o, const std::vector<int>& devices, Report& report) {
   const std::vector<int> counts =
@@ -627,7 +729,9 @@ int run_exchange(const Options& o, const std::vector<int>& devices, Report& repo
                                {"batches", o.allreduce.batches}, {"repeats", o.repeats},
                                {"environment", forced_environment_json()}};
   if (const int stop_signal = run_exchange_alone(o, devices, counts, report)) return stop_signal;
-  return run_exchange_epochs(o, devices, counts, report);
+  if (const int stop_signal = run_exchange_epochs(o, devices, counts, report)) return stop_signal;
+  run_exchange_on_chip(o, devices, counts, report);
+  return 0;
 }
 
 // ---------------------------------------------------------------------------------------------

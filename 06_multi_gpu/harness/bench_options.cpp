@@ -43,6 +43,8 @@ BenchParts add_bench_options(CLI::App& app, BenchOptions& o) {
   ddp_group->add_option("--exchange", o.exchange,
                         "ddp and scaling: how the ranks' sums meet: nccl (default), nccl_symmetric or one_shot")
       ->type_name("X");
+  ddp_group->add_flag("--on-chip", o.on_chip,
+                      "ddp: every epoch in one launch per rank, its shard on its GPU's chip (exchange one_shot)");
   auto* ar = app.add_option_group("allreduce", "all-reduce sweep");
   add_size_option(*ar, "--min-bytes", o.min_bytes, "smallest all-reduce (bytes)");
   add_size_option(*ar, "--max-bytes", o.max_bytes,
@@ -58,6 +60,13 @@ BenchParts add_bench_options(CLI::App& app, BenchOptions& o) {
   sc->add_option("--gpu-counts", o.gpu_counts, "GPU counts to visit, scaling and exchange (those this machine has)");
   app.add_option("--exchange-points", o.exchange_points, "exchange: the epoch's sizes, e.g. 5M,200M (default; --quick 200K)")
       ->type_name("LIST");
+  app.add_option("--on-chip-points", o.on_chip_points,
+                 "exchange: the on-chip training's sizes (default 1M,2M,4M,5M,6M,8M,10M,12M; --quick 200K)")
+      ->type_name("LIST");
+  app.add_option("--one-gpu-sweep", o.one_gpu_sweep,
+                 "exchange: chapter 05's `fused_kernels_bench --sweep --json` file of this run; its fastest "
+                 "DRAM-bound variant at each on-chip size becomes a one_gpu_best row")
+      ->type_name("FILE");
   BenchParts parts;
   parts.topology = app.add_subcommand("topology", "peer-access matrix, peer copy bandwidth and latency");
   parts.allreduce = app.add_subcommand("allreduce", "NCCL all-reduce, 8 B to 1 GiB: time, algbw, busbw, check");
@@ -90,6 +99,9 @@ void require_flags_used(const CLI::App& app) {
       {"--launch-timeout-s", {"ddp", "exchange", "scaling"}},
       {"--nccl-nonblocking", {"ddp", "exchange", "scaling"}},
       {"--exchange", {"ddp", "scaling"}},
+      {"--on-chip", {"ddp"}},
+      {"--on-chip-points", {"exchange"}},
+      {"--one-gpu-sweep", {"exchange"}},
       {"--min-bytes", {"allreduce"}},
       {"--max-bytes", {"allreduce"}},
       {"--factor", {"allreduce"}},
@@ -135,6 +147,7 @@ void apply_quick(BenchOptions& o, const CLI::App& app) {
   if (unset("--strong")) o.strong = "200K";
   if (unset("--weak")) o.weak = "100K";
   if (unset("--exchange-points")) o.exchange_points = "200K";
+  if (unset("--on-chip-points")) o.on_chip_points = "200K";
   if (unset("--timeout-s")) o.timeout_s = 60.0;  // sanitizers slow everything down
 }
 
@@ -162,7 +175,12 @@ void validate(const BenchOptions& o) {
   parse_point_list(o.weak, "--weak");
   parse_int_list(o.gpu_counts, "--gpu-counts");
   parse_point_list(o.exchange_points, "--exchange-points");
+  parse_point_list(o.on_chip_points, "--on-chip-points");
   parse_exchange(o.exchange);
+  if (o.on_chip && o.exchange != "nccl" && o.exchange != "one_shot") {
+    throw UsageError("--on-chip exchanges the sums by one_shot inside its kernel, not --exchange " + o.exchange);
+  }
+  if (!o.one_gpu_sweep.empty()) require_input_file("--one-gpu-sweep", o.one_gpu_sweep);
 }
 
 }  // namespace workbook::multi_gpu

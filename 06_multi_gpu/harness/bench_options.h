@@ -37,8 +37,11 @@ struct BenchOptions {
   double launch_timeout_s = 0.0;  // 0: 10x --timeout-s
   bool nccl_nonblocking = false;  // ncclConfig_t::blocking = 0 for the DDP communicators
   std::string exchange = "nccl";  // ddp and scaling: passed to the ranks (exchange.h)
-  // exchange: the three ways alone, then in the epoch at these sizes
+  bool on_chip = false;           // ddp: passed to the ranks (--on-chip, the exchange one_shot)
+  // exchange: the three ways alone, then in the epoch at these sizes, then on chip at these
   std::string exchange_points = "5M,200M";
+  std::string on_chip_points = "1M,2M,4M,5M,6M,8M,10M,12M";
+  std::string one_gpu_sweep;  // chapter 05's fused_kernels_bench --sweep JSON: its best DRAM-bound variant per size
   // allreduce
   std::int64_t min_bytes = 8;
   std::int64_t max_bytes = std::int64_t{1} << 30;

@@ -8,7 +8,7 @@
 #include "nccl_check.h"
 #include "nccl_comm.h"
 #include "nvtx.h"
-#include "one_shot_exchange.h"
+#include "one_shot_exchange.cuh"
 #include "stream.h"
 #include "symmetric_windows.h"
 
@@ -60,6 +60,39 @@ __global__ void latch_kernel(volatile unsigned* release, unsigned ticket, unsign
       return;
     }
   }
+}
+
+// The floor under every launched exchange: a kernel that does nothing, one warp as the one-shot's.
+__global__ void empty_kernel() {}
+
+// The one-shot exchange `iterations` times in ONE kernel (one warp): no launch between two
+// exchanges, only the stores across NVLink and the wait for the peers' (what the on-chip training
+// pays per epoch, beside its grid barrier).
+__global__ void one_shot_loop_kernel(const float* sums, float* total, OneShotView v, int iterations) {
+  const float mine[3] = {sums[0], sums[1], sums[2]};
+  const unsigned first = one_shot_next(v);
+  float t[3] = {0.0f, 0.0f, 0.0f};
+  for (int i = 0; i < iterations; ++i) {
+    const unsigned s = first == 0 ? 0u : first + static_cast<unsigned>(i);
+    one_shot_publish(v, s, mine);
+    if (!one_shot_gather(v, s, mine, t)) return;
+  }
+  if (threadIdx.x != 0) return;
+  one_shot_done(v, first + static_cast<unsigned>(iterations) - 1);
+  total[0] = t[0];
+  total[1] = t[1];
+  total[2] = t[2];
+}
+
+void launch_empty_kernel(cudaStream_t stream) {
+  empty_kernel<<<1, 32, 0, stream>>>();
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_one_shot_loop(const float* sums, float* total, const OneShotMailbox& box, int iterations,
+                          cudaStream_t stream) {
+  one_shot_loop_kernel<<<1, 32, 0, stream>>>(sums, total, box.view(), iterations);
+  CUDA_CHECK_LAUNCH();
 }
 
 void launch_fill_allreduce_input(float* data, std::size_t count, int rank, cudaStream_t stream) {
@@ -320,17 +353,29 @@ std::vector<AllreduceRow> measure_allreduce(const std::vector<int>& devices, con
   return rows;
 }
 
+const char* form_name(ExchangeForm form) {
+  switch (form) {
+    case ExchangeForm::kLaunched: return "launched";
+    case ExchangeForm::kGraphed: return "graph";
+    case ExchangeForm::kInOneKernel: return "one_kernel";
+    case ExchangeForm::kEmptyKernel: return "empty_kernel";
+  }
+  return "?";
+}
+
 ExchangeRow measure_exchange(const std::vector<int>& devices, ExchangeKind kind, AllreduceTiming timing,
-                             double timeout_s) {
+                             double timeout_s, ExchangeForm form) {
   NvtxRange range("exchange alone");
   const int n = static_cast<int>(devices.size());
   const bool one_shot = kind == ExchangeKind::kOneShot;
+  if (!one_shot && form != ExchangeForm::kLaunched) throw std::logic_error("measure_exchange: NCCL runs as launched kernels");
   const PeerAccess peer_access = one_shot ? PeerAccess(devices) : PeerAccess();
   struct Rank {
     std::unique_ptr<Stream> stream;
     DeviceBuffer<float> input, output;         // rank r's sums {r+1, 2(r+1), 3(r+1)}; the exchanged sums
     std::unique_ptr<OneShotMailbox> mailbox;   // one_shot
     std::unique_ptr<Event> start, stop;
+    std::unique_ptr<GraphExec> batch;          // kGraphed, kEmptyKernel: one batch of `iterations`
     float* work = nullptr;                     // nccl: the all-reduce's buffer (output, or the window)
   };
   std::vector<Rank> ranks(devices.size());
@@ -352,7 +397,8 @@ ExchangeRow measure_exchange(const std::vector<int>& devices, ExchangeKind kind,
   }
   ExchangeRow row;
   row.kind = kind;
-  row.used = exchange_name(kind);
+  row.form = form;
+  row.used = form == ExchangeForm::kEmptyKernel ? "empty kernel" : exchange_name(kind);
   row.gpus = n;
   CommunicatorGroup comms;
   SymmetricWindows windows;
@@ -388,12 +434,25 @@ ExchangeRow measure_exchange(const std::vector<int>& devices, ExchangeKind kind,
     if (!one_shot) return nccl_all_reduce();
     on_each([](Rank& k) { launch_one_shot_exchange(k.input.data(), k.output.data(), *k.mailbox, k.stream->get()); });
   };
+  auto throw_if_failed = [&](const std::string& when) {
+    for (Rank& k : ranks) {
+      if (k.mailbox == nullptr) continue;
+      if (auto why = k.mailbox->failure(0)) throw std::runtime_error(when + ": " + *why);
+    }
+  };
 
   // Check: one exchange of the inputs; every GPU must hold k * n(n+1)/2 exactly (small integers).
   on_each([](Rank& k) {
     CUDA_CHECK(cudaMemcpyAsync(k.work, k.input.data(), k.input.bytes(), cudaMemcpyDeviceToDevice, k.stream->get()));
   });
-  exchange_once();
+  {
+    const UnsyncedLaunches waits_for_peers;  // one_shot: GPU 0's kernel waits for GPU 1's, launched after it
+    if (form == ExchangeForm::kInOneKernel) {
+      on_each([](Rank& k) { launch_one_shot_loop(k.input.data(), k.output.data(), *k.mailbox, 3, k.stream->get()); });
+    } else {
+      exchange_once();
+    }
+  }
   row.correct = true;
   const float triangle = 0.5f * static_cast<float>(n * (n + 1));
   on_each([&](Rank& k) {
@@ -401,12 +460,36 @@ ExchangeRow measure_exchange(const std::vector<int>& devices, ExchangeKind kind,
     float got[3] = {0, 0, 0};
     CUDA_CHECK(cudaMemcpy(got, k.work, sizeof got, cudaMemcpyDeviceToHost));
     for (int i = 0; i < 3; ++i) row.correct = row.correct && got[i] == triangle * static_cast<float>(i + 1);
-    if (k.mailbox) {
-      if (auto why = k.mailbox->failure(0)) throw std::runtime_error("exchange check: " + *why);
-    }
   });
+  throw_if_failed("exchange check");
 
-  // Time: every GPU's exchanges behind one latch, released when all are queued.
+  // One batch of `iterations` exchanges per GPU, as a CUDA graph where the form says so.
+  if (form == ExchangeForm::kGraphed || form == ExchangeForm::kEmptyKernel) {
+    on_each([&](Rank& k) {
+      StreamCapture capture(k.stream->get());
+      for (int i = 0; i < timing.iterations; ++i) {
+        if (form == ExchangeForm::kEmptyKernel) launch_empty_kernel(k.stream->get());
+        else launch_one_shot_exchange(k.input.data(), k.output.data(), *k.mailbox, k.stream->get());
+      }
+      k.batch = std::make_unique<GraphExec>(capture.end());
+    });
+  }
+  auto enqueue_batch = [&] {
+    switch (form) {
+      case ExchangeForm::kLaunched:
+        for (int i = 0; i < timing.iterations; ++i) exchange_once();
+        return;
+      case ExchangeForm::kGraphed:
+      case ExchangeForm::kEmptyKernel:
+        return on_each([](Rank& k) { k.batch->launch(k.stream->get()); });
+      case ExchangeForm::kInOneKernel:
+        return on_each([&](Rank& k) {
+          launch_one_shot_loop(k.input.data(), k.output.data(), *k.mailbox, timing.iterations, k.stream->get());
+        });
+    }
+  };
+
+  // Time: every GPU's batch behind one latch, released when all are queued.
   LatchRelease release;
   std::vector<double> us;
   for (int b = 0; b < timing.warmup + timing.batches; ++b) {
@@ -418,7 +501,7 @@ ExchangeRow measure_exchange(const std::vector<int>& devices, ExchangeKind kind,
         launch_latch(release.counter.data(), release.issued, kLatchTimeoutMs, k.stream->get());
         k.start->record(k.stream->get());
       });
-      for (int i = 0; i < timing.iterations; ++i) exchange_once();
+      enqueue_batch();
       on_each([](Rank& k) { k.stop->record(k.stream->get()); });
     }
     double slowest_ms = 0.0;
@@ -430,10 +513,7 @@ ExchangeRow measure_exchange(const std::vector<int>& devices, ExchangeKind kind,
       throw std::runtime_error("exchange: a latch gave up after " + std::to_string(static_cast<int>(kLatchTimeoutMs)) +
                                " ms: the host took that long to queue the exchanges, so the sample would time the host");
     }
-    for (Rank& k : ranks) {
-      if (!k.mailbox) continue;
-      if (auto why = k.mailbox->failure(0)) throw std::runtime_error("exchange: " + *why);
-    }
+    throw_if_failed("exchange");
     if (b >= timing.warmup) us.push_back(1e3 * slowest_ms / timing.iterations);
   }
   row.time_us = summarize(std::move(us));
@@ -472,6 +552,7 @@ ExchangeRow measure_one_shot_rank(Communicator& comm, const Watch& watch, int ra
 
   ExchangeRow row;
   row.kind = ExchangeKind::kOneShot;
+  row.form = ExchangeForm::kGraphed;
   row.used = exchange_name(row.kind);
   row.gpus = world;
   launch_one_shot_exchange(input.data(), output.data(), mailbox, st);  // the check: k * n(n+1)/2, exactly
@@ -482,26 +563,18 @@ ExchangeRow measure_one_shot_rank(Communicator& comm, const Watch& watch, int ra
   const float triangle = 0.5f * static_cast<float>(world * (world + 1));
   row.correct = got[0] == triangle && got[1] == 2 * triangle && got[2] == 3 * triangle;
 
-  cudaGraph_t graph = nullptr;
+  std::unique_ptr<GraphExec> replay;
   {
     StreamCapture capture(st);
     for (int i = 0; i < timing.iterations; ++i) launch_one_shot_exchange(input.data(), output.data(), mailbox, st);
-    graph = capture.end();
+    replay = std::make_unique<GraphExec>(capture.end());
   }
-  cudaGraphExec_t replay = nullptr;
-  const cudaError_t instantiated = cudaGraphInstantiate(&replay, graph, 0);
-  (void)cudaGraphDestroy(graph);
-  CUDA_CHECK(instantiated);
-  struct DestroyAtEnd {
-    cudaGraphExec_t exec;
-    ~DestroyAtEnd() { (void)cudaGraphExecDestroy(exec); }
-  } const destroy{replay};
   std::vector<double> us;
   for (int b = 0; b < timing.warmup + timing.batches; ++b) {
     comm.call(ncclAllReduce(start_line.data(), start_line.data(), 1, ncclFloat, ncclSum, comm.get(), st), "start line",
               watch);
     start.record(st);
-    CUDA_CHECK(cudaGraphLaunch(replay, st));
+    replay->launch(st);
     stop.record(st);
     comm.wait_event(stop.get(), "the exchanges", watch);
     if (b >= timing.warmup) us.push_back(1e3 * elapsed_ms(start, stop) / timing.iterations);

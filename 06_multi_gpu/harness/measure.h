@@ -64,13 +64,23 @@ std::vector<AllreduceRow> measure_allreduce(const std::vector<int>& devices, con
 
 // The epoch's exchange alone (3 floats summed over the GPUs), as the lesson's --exchange does it,
 // in one process: nccl (ncclAllReduce in place), nccl_symmetric (the same on symmetric windows),
-// one_shot (one kernel: publish, then gather). Checked first (every GPU's 3 sums exact);
-// then timed on the GPUs: each GPU's `iterations` exchanges are queued behind a latch that
-// holds its stream until all are issued, between two events, so the time is the GPUs' (the
-// exchange plus the gap between two kernels), not the one host thread's launch rate. A sample
+// one_shot (one kernel of one warp: publish, then gather). Checked first (every GPU's 3 sums
+// exact); then timed on the GPUs: each GPU's batch of `iterations` exchanges is queued behind a
+// latch that holds its stream until all are issued, between two events, so the time is the GPUs'
+// (the exchange plus the gap between two kernels), not the one host thread's launch rate. A sample
 // is the slowest GPU's time per exchange; the row has the median of `batches` samples.
+//
+// How a batch runs (one_shot only, but kLaunched):
+//   kLaunched     one launch per exchange from this thread (NCCL's grouped calls; one_shot's kernels)
+//   kGraphed      each GPU's batch captured once as a CUDA graph and replayed: the launch path's floor
+//   kInOneKernel  every exchange of the batch inside one kernel: no launch between two exchanges
+//   kEmptyKernel  a graph of empty one-warp kernels, no exchange at all: what a launch alone costs
+enum class ExchangeForm { kLaunched, kGraphed, kInOneKernel, kEmptyKernel };
+const char* form_name(ExchangeForm form);  // "launched", "graph", "one_kernel", "empty_kernel"
+
 struct ExchangeRow {
   ExchangeKind kind = ExchangeKind::kNccl;
+  ExchangeForm form = ExchangeForm::kLaunched;
   std::string used;          // what ran: nccl_symmetric falls back to nccl where NCCL declines
   std::string note;          // SymmetricWindows::note(), empty otherwise
   int gpus = 0;
@@ -78,7 +88,7 @@ struct ExchangeRow {
   bool correct = false;      // every GPU got the exact sums
 };
 ExchangeRow measure_exchange(const std::vector<int>& devices, ExchangeKind kind, AllreduceTiming timing,
-                             double timeout_s);
+                             double timeout_s, ExchangeForm form = ExchangeForm::kLaunched);
 
 // The one-shot exchange alone in the DDP form: this process is rank `rank` of `world` on the
 // current device, its mailbox mapped into the peers' address spaces over CUDA IPC
