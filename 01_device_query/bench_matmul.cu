@@ -49,12 +49,8 @@
 #include <string>
 #include <vector>
 
+namespace workbook::device_query {
 namespace {
-
-using workbook::format;
-using workbook::Report;
-using workbook::Stats;
-using workbook::Table;
 
 // ---------------------------------------------------------------------------------------------
 // 1. The inputs: uniform in [-1, 1), made on the GPU from a hash of (seed, index). The CPU
@@ -504,7 +500,8 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
+}  // namespace workbook::device_query
 
 int main(int argc, char** argv) {
-  return workbook::guarded_main("device_query_bench", [&] { return run(argc, argv); });
+  return workbook::guarded_main("device_query_bench", [&] { return workbook::device_query::run(argc, argv); });
 }

@@ -25,7 +25,7 @@
 #include <cstdint>
 #include <utility>
 
-namespace device_query {
+namespace workbook::device_query {
 
 // ---------------------------------------------------------------------------------------------
 // 1. What one device is: torch.cuda.get_device_properties(i).
@@ -264,7 +264,7 @@ std::vector<AccountingStep> measure_memory_accounting(std::size_t bytes) {
   return steps;
 }
 
-}  // namespace device_query
+}  // namespace workbook::device_query
 
 // ---------------------------------------------------------------------------------------------
 // 6. The program: the runtime's answers, one table of device properties, the peer matrix, and
@@ -282,10 +282,9 @@ std::vector<AccountingStep> measure_memory_accounting(std::size_t bytes) {
 #include <optional>
 #include <string>
 
+namespace workbook::device_query {
 namespace {
 
-using namespace workbook;
-using namespace device_query;
 using Style = Column::Style;
 
 // One column per property, one row per device; printed turned (a line per property).
@@ -487,8 +486,9 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
+}  // namespace workbook::device_query
 
 int main(int argc, char** argv) {
-  return workbook::guarded_main("device_query", [&] { return run(argc, argv); });
+  return workbook::guarded_main("device_query", [&] { return workbook::device_query::run(argc, argv); });
 }
 #endif  // WORKBOOK_LESSON_LIBRARY

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace device_query {
+namespace workbook::device_query {
 
 // What one device reports. Fields that CUDA 13 dropped from cudaDeviceProp (the clocks) are read
 // with cudaDeviceGetAttribute.
@@ -113,4 +113,4 @@ struct AccountingStep {
 // (torch.cuda.empty_cache()). Returns the steps in order. Needs DeviceReport::memory_pools.
 std::vector<AccountingStep> measure_memory_accounting(std::size_t bytes);
 
-}  // namespace device_query
+}  // namespace workbook::device_query

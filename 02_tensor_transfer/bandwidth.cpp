@@ -5,7 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
-namespace transfer {
+namespace workbook::transfer {
 
 bool is_power_of_two(std::size_t n) { return n != 0 && (n & (n - 1)) == 0; }
 
@@ -42,4 +42,4 @@ std::optional<long> break_even_copies(double pin_cost_ms, double pageable_copy_m
   return static_cast<long>(std::ceil(pin_cost_ms / saving));
 }
 
-}  // namespace transfer
+}  // namespace workbook::transfer

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace transfer {
+namespace workbook::transfer {
 
 bool is_power_of_two(std::size_t n);
 
@@ -35,4 +35,4 @@ double ms_per_gib(double milliseconds, std::size_t bytes);
 // faster (pinning never pays); 0 when pinning costs nothing.
 std::optional<long> break_even_copies(double pin_cost_ms, double pageable_copy_ms, double pinned_copy_ms);
 
-}  // namespace transfer
+}  // namespace workbook::transfer

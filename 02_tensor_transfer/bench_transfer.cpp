@@ -11,7 +11,7 @@
 // before it is timed, as in the lesson.
 #include "bandwidth.h"
 #include "host_memory.h"
-#include "tensor_transfer.cuh"
+#include "tensor_transfer.h"
 
 #include "cli.h"
 #include "cuda_check.h"
@@ -36,13 +36,8 @@
 #include <string>
 #include <vector>
 
+namespace workbook::transfer {
 namespace {
-
-using namespace transfer;
-using workbook::format;
-using workbook::Report;
-using workbook::Stats;
-using workbook::Table;
 
 struct Options {
   workbook::CommonOptions common;
@@ -338,7 +333,8 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
+}  // namespace workbook::transfer
 
 int main(int argc, char** argv) {
-  return workbook::guarded_main("tensor_transfer_bench", [&] { return run(argc, argv); });
+  return workbook::guarded_main("tensor_transfer_bench", [&] { return workbook::transfer::run(argc, argv); });
 }

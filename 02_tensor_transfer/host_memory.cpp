@@ -8,7 +8,7 @@
 #include <new>
 #include <utility>
 
-namespace transfer {
+namespace workbook::transfer {
 
 const char* host_memory_name(HostMemory kind) {
   switch (kind) {
@@ -91,4 +91,4 @@ void fill_pattern(std::byte* data, std::size_t bytes, std::uint64_t seed) {
   std::memcpy(data + words * sizeof tail, &tail, bytes % sizeof tail);
 }
 
-}  // namespace transfer
+}  // namespace workbook::transfer

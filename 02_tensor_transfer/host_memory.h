@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace transfer {
+namespace workbook::transfer {
 
 inline constexpr std::size_t kKiB = std::size_t{1} << 10;
 inline constexpr std::size_t kMiB = std::size_t{1} << 20;
@@ -56,4 +56,4 @@ class HostBuffer {
 // would hide all three). About 1 ns per 8 bytes.
 void fill_pattern(std::byte* data, std::size_t bytes, std::uint64_t seed);
 
-}  // namespace transfer
+}  // namespace workbook::transfer

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
-namespace transfer {
+namespace workbook::transfer {
 
 std::size_t element_size(DType dtype) {
   switch (dtype) {
@@ -144,4 +144,4 @@ void Tensor::copy_(const Tensor& src) {
   CUDA_CHECK(cudaStreamSynchronize(nullptr));
 }
 
-}  // namespace transfer
+}  // namespace workbook::transfer

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-namespace transfer {
+namespace workbook::transfer {
 
 enum class DType { kFloat32, kFloat64, kInt32, kUInt8 };
 
@@ -111,4 +111,4 @@ class DeviceGuard {
   int previous_ = 0;
 };
 
-}  // namespace transfer
+}  // namespace workbook::transfer

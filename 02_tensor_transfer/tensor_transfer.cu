@@ -15,7 +15,7 @@
 //   tensor_transfer_bench            # 4 KiB .. 1 GiB, the cost of pinning (bench_transfer.cpp)
 //
 // The tensor type is in tensor.h, the three kinds of host memory in host_memory.h.
-#include "tensor_transfer.cuh"
+#include "tensor_transfer.h"
 
 #include "cli.h"
 #include "compute_capability.h"
@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-namespace transfer {
+namespace workbook::transfer {
 
 using workbook::format;
 
@@ -314,17 +314,14 @@ MemoryInfo memory_info() {
   return m;
 }
 
-}  // namespace transfer
+}  // namespace workbook::transfer
 
 // ---------------------------------------------------------------------------------------------
 // The program: check every tensor, random number and copy against its source, then time them,
 // then one table. (tensor_transfer_bench and the tests link everything above, and bring their own main.)
 #ifndef WORKBOOK_LESSON_LIBRARY
+namespace workbook::transfer {
 namespace {
-
-using namespace transfer;
-using workbook::format;
-using workbook::Table;
 
 struct Options {
   workbook::CommonOptions common;
@@ -489,8 +486,9 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
+}  // namespace workbook::transfer
 
 int main(int argc, char** argv) {
-  return workbook::guarded_main("tensor_transfer", [&] { return run(argc, argv); });
+  return workbook::guarded_main("tensor_transfer", [&] { return workbook::transfer::run(argc, argv); });
 }
 #endif  // WORKBOOK_LESSON_LIBRARY

@@ -11,7 +11,7 @@
 // A bar starts when its stream reaches the operation, not when a copy engine or the SMs take it
 // up, and the extra events make the traced run a little slower than the lesson's timed one. The
 // traced runs are checked first, bit for bit against the serial schedule, as in the lesson.
-#include "streams_events.cuh"
+#include "streams_events.h"
 #include "results.h"
 #include "workload.h"
 
@@ -30,10 +30,8 @@
 #include <string>
 #include <vector>
 
+namespace workbook::streams_events {
 namespace {
-
-using namespace workbook;
-using namespace streams_events;
 
 // MultiStreamPipeline::enqueue with a pair of events around each operation: chunk c on stream c % K,
 // stream k on track k.
@@ -177,7 +175,8 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
+}  // namespace workbook::streams_events
 
 int main(int argc, char** argv) {
-  return workbook::guarded_main("streams_events_bench", [&] { return run(argc, argv); });
+  return workbook::guarded_main("streams_events_bench", [&] { return workbook::streams_events::run(argc, argv); });
 }

@@ -8,7 +8,7 @@
 // Each case here launches kernel A on one stream, then kernel B on another, each kernel stamping
 // its start and end from the GPU's nanosecond clock: B waited for A exactly when it started after
 // A ended.
-#include "streams_events.cuh"
+#include "streams_events.h"
 
 #include "cuda_check.h"
 #include "device_buffer.h"
@@ -18,7 +18,7 @@
 #include <string>
 #include <utility>
 
-namespace streams_events {
+namespace workbook::streams_events {
 namespace {
 
 using workbook::DeviceBuffer;
@@ -77,4 +77,4 @@ std::vector<DefaultStreamCase> measure_default_stream(long long kernel_ns) {
   };
 }
 
-}  // namespace streams_events
+}  // namespace workbook::streams_events

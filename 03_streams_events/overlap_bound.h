@@ -22,7 +22,7 @@
 
 #include <algorithm>
 
-namespace streams_events {
+namespace workbook::streams_events {
 
 struct StageTimes {
   double copy_in_ms = 0.0;
@@ -81,4 +81,4 @@ inline double overlap_efficiency(double achieved_speedup, double ideal) {
   return ideal > 0.0 ? achieved_speedup / ideal : 0.0;
 }
 
-}  // namespace streams_events
+}  // namespace workbook::streams_events

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <ostream>
 
-namespace streams_events {
+namespace workbook::streams_events {
 
 using workbook::format;
 using workbook::Stats;
@@ -140,4 +140,4 @@ void report_default_stream(const std::vector<DefaultStreamCase>& cases, long lon
 }
 
 
-}  // namespace streams_events
+}  // namespace workbook::streams_events

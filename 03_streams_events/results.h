@@ -3,7 +3,7 @@
 // pytorch_streams.py writes).
 #pragma once
 
-#include "streams_events.cuh"
+#include "streams_events.h"
 
 #include "compare.h"
 #include "report.h"
@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <optional>
 
-namespace streams_events {
+namespace workbook::streams_events {
 
 // The ordering check's result: elements a kernel read before their copy had landed.
 struct OrderingCheck {
@@ -42,4 +42,4 @@ void report_default_stream(const std::vector<DefaultStreamCase>& cases, long lon
 
 nlohmann::json json_of(const workbook::Stats& s);  // {"median", "min", "max"}
 
-}  // namespace streams_events
+}  // namespace workbook::streams_events

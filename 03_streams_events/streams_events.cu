@@ -19,7 +19,7 @@
 // chunk (TwoStreamPipeline); what each way of waiting blocks (measure_waits). main checks every
 // schedule against the serial result bit for bit, and that against the CPU twin, then times them
 // and prints one table.
-#include "streams_events.cuh"
+#include "streams_events.h"
 #include "results.h"
 #include "workload.h"
 
@@ -38,7 +38,7 @@
 #include <cmath>
 #include <stdexcept>
 
-namespace streams_events {
+namespace workbook::streams_events {
 
 // ---------------------------------------------------------------------------------------------
 // The compute stage and its CPU twin.
@@ -361,17 +361,15 @@ Calibration calibrate(Batch b, cudaStream_t s0, cudaStream_t s1, Repeats repeats
   return c;
 }
 
-}  // namespace streams_events
+}  // namespace workbook::streams_events
 
 // ---------------------------------------------------------------------------------------------
 // The program: check every schedule (the serial one against the CPU twin, every other one against
 // the serial one, bit for bit, and the ordering between the two streams), then time each story,
 // then one table. (streams_events_bench and the tests link everything above, and bring their own main.)
 #ifndef WORKBOOK_LESSON_LIBRARY
+namespace workbook::streams_events {
 namespace {
-
-using namespace workbook;
-using namespace streams_events;
 
 struct Options {
   CommonOptions common;
@@ -563,8 +561,9 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
+}  // namespace workbook::streams_events
 
 int main(int argc, char** argv) {
-  return workbook::guarded_main("streams_events", [&] { return run(argc, argv); });
+  return workbook::guarded_main("streams_events", [&] { return workbook::streams_events::run(argc, argv); });
 }
 #endif  // WORKBOOK_LESSON_LIBRARY

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-namespace streams_events {
+namespace workbook::streams_events {
 
 void add_workload_options(CLI::App& app, WorkloadOptions& o) {
   app.add_option("--chunks", o.chunks, "chunks in the batch (default 64; --quick 4)");
@@ -81,4 +81,4 @@ std::size_t count_differences(const float* got, const float* want, std::size_t n
   return differ;
 }
 
-}  // namespace streams_events
+}  // namespace workbook::streams_events

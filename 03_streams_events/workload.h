@@ -9,7 +9,7 @@
 //   BatchBuffers buffers(w);                          // pinned host + device memory, input filled
 #pragma once
 
-#include "streams_events.cuh"
+#include "streams_events.h"
 
 #include "device_buffer.h"
 
@@ -17,7 +17,7 @@
 
 #include <cstddef>
 
-namespace streams_events {
+namespace workbook::streams_events {
 
 struct WorkloadOptions {
   int chunks = 64;
@@ -49,4 +49,4 @@ void poison(const Batch& b);
 // How many of the first n floats differ from `want` in any bit.
 std::size_t count_differences(const float* got, const float* want, std::size_t n);
 
-}  // namespace streams_events
+}  // namespace workbook::streams_events

@@ -17,7 +17,7 @@
 #include "copy_ceiling.h"
 #include "cuda_check.h"
 #include "gpu_probe.h"
-#include "linear_regression.cuh"
+#include "linear_regression.h"
 #include "minibatch.h"
 #include "nvtx.h"
 #include "program.h"
@@ -38,10 +38,8 @@
 #include <string>
 #include <vector>
 
+namespace workbook::linear_regression {
 namespace {
-
-using namespace workbook;
-using namespace workbook::regression;
 
 constexpr std::array<const char*, 4> kSteps = {"forward", "loss", "backward", "step"};
 // Float arrays of the training set each step reads or writes: forward reads x and writes pred;
@@ -382,7 +380,8 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
+}  // namespace workbook::linear_regression
 
 int main(int argc, char** argv) {
-  return workbook::guarded_main("linear_regression_bench", [&] { return run(argc, argv); });
+  return workbook::guarded_main("linear_regression_bench", [&] { return workbook::linear_regression::run(argc, argv); });
 }

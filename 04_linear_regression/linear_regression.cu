@@ -15,7 +15,7 @@
 // tree in each, one block adding the partials in order, no float atomics. So two runs give
 // bit-identical w and b, and the program checks that they do. linear_regression_bench
 // (bench_regression.cpp) times each step of an epoch against the copy ceiling.
-#include "linear_regression.cuh"
+#include "linear_regression.h"
 
 #include "cuda_check.h"
 #include "nvtx.h"
@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-namespace workbook::regression {
+namespace workbook::linear_regression {
 
 // ---------------------------------------------------------------------------------------------
 // 1. The CPU twins: the four steps in float32, one function each, and the loop that calls them.
@@ -346,7 +346,7 @@ TrainingResult GpuRegression::train(const LossPrinter& print) {
   return r;
 }
 
-}  // namespace workbook::regression
+}  // namespace workbook::linear_regression
 
 // ---------------------------------------------------------------------------------------------
 // 4. The program: the data, the float64 reference, the reported run checked against it, then the
@@ -365,10 +365,8 @@ TrainingResult GpuRegression::train(const LossPrinter& print) {
 #include <iomanip>
 #include <optional>
 
+namespace workbook::linear_regression {
 namespace {
-
-using namespace workbook;
-using namespace workbook::regression;
 
 // One of the two implementations, on the data it trains on: the GPU's own (made there) or the host's.
 struct Trainer {
@@ -522,8 +520,9 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
+}  // namespace workbook::linear_regression
 
 int main(int argc, char** argv) {
-  return workbook::guarded_main("linear_regression", [&] { return run(argc, argv); });
+  return workbook::guarded_main("linear_regression", [&] { return workbook::linear_regression::run(argc, argv); });
 }
 #endif  // WORKBOOK_LESSON_LIBRARY

@@ -8,7 +8,7 @@
 #include "cuda_check.h"
 #include "device_buffer.h"
 #include "fused_sums.cuh"
-#include "linear_regression.cuh"
+#include "linear_regression.h"
 #include "stats.h"
 #include "stream.h"
 #include "table.h"
@@ -26,7 +26,7 @@
 #include <thread>
 #include <utility>
 
-namespace workbook::regression {
+namespace workbook::linear_regression {
 
 // ---------------------------------------------------------------------------------------------
 // 1. The plan: which points each step trains on, and in which order.
@@ -593,4 +593,4 @@ void minibatch_story(Report& report, const Dataset& data, const Config& config, 
   report.json()["minibatch"] = table.json();
 }
 
-}  // namespace workbook::regression
+}  // namespace workbook::linear_regression

@@ -25,7 +25,8 @@ namespace workbook {
 class TraceRecorder;  // common/trace.h
 }
 
-namespace workbook::regression {
+namespace workbook::linear_regression {
+using namespace regression;  // the problem (Config, Dataset, the reference): common/'s, as in linear_regression.h
 
 struct BatchPlan {
   std::int64_t batch_size = 65'536;  // points per step
@@ -118,4 +119,4 @@ double pinned_h2d_gbps(std::size_t bytes, cudaStream_t stream);
 void minibatch_story(Report& report, const Dataset& data, const Config& config, const BatchPlan& plan, bool cpu,
                      int fill_threads, bool quick);
 
-}  // namespace workbook::regression
+}  // namespace workbook::linear_regression

@@ -9,7 +9,7 @@
 #include "barrier.h"
 
 #include "cuda_check.h"
-#include "fused_kernels.cuh"
+#include "fused_kernels.h"
 #include "stats.h"
 #include "stream.h"
 

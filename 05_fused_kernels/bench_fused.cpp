@@ -13,7 +13,7 @@
 #include "compute_capability.h"
 #include "copy_ceiling.h"
 #include "epoch_trace.h"
-#include "fused_kernels.cuh"
+#include "fused_kernels.h"
 #include "gpu_probe.h"
 #include "nvtx.h"
 #include "program.h"
@@ -30,10 +30,8 @@
 #include <string>
 #include <vector>
 
+namespace workbook::fused {
 namespace {
-
-using namespace workbook;
-using namespace workbook::fused;
 
 constexpr Tolerance kAtomicLossTolerance{0.0, 1e-3};  // variant 2: see fused_kernels.cu
 
@@ -337,7 +335,8 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
+}  // namespace workbook::fused
 
 int main(int argc, char** argv) {
-  return workbook::guarded_main("fused_kernels_bench", [&] { return run(argc, argv); });
+  return workbook::guarded_main("fused_kernels_bench", [&] { return workbook::fused::run(argc, argv); });
 }

@@ -11,7 +11,7 @@
 #pragma once
 
 #include "trace.h"
-#include "fused_kernels.cuh"
+#include "fused_kernels.h"
 
 #include <string>
 #include <vector>

@@ -17,7 +17,7 @@
 // with the float operations of chapter 04. How a thread and a block add their points is in
 // common/fused_sums.cuh (shared with chapter 06); the float64 reference every variant is checked
 // against is train_reference in common/regression_problem.h.
-#include "fused_kernels.cuh"
+#include "fused_kernels.h"
 
 #include "cli.h"
 #include "copy_ceiling.h"
@@ -460,10 +460,8 @@ LaunchShape FusedTraining::shape(Variant v) const {
 // The program: check every variant against the float64 reference, then time each, then one table.
 // (fused_kernels_bench and the tests link everything above, and bring their own main.)
 #ifndef WORKBOOK_LESSON_LIBRARY
+namespace workbook::fused {
 namespace {
-
-using namespace workbook;
-using namespace workbook::fused;
 
 // Variant 2's losses are sums of float atomicAdds in arrival order: each of its 32 slots adds
 // 125K terms an epoch at 5M points, one after another, so their rounding reaches about 1e-4 of
@@ -593,8 +591,9 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
+}  // namespace workbook::fused
 
 int main(int argc, char** argv) {
-  return workbook::guarded_main("fused_kernels", [&] { return run(argc, argv); });
+  return workbook::guarded_main("fused_kernels", [&] { return workbook::fused::run(argc, argv); });
 }
 #endif  // WORKBOOK_LESSON_LIBRARY

@@ -1,7 +1,7 @@
 // ladder.cpp: the bookkeeping of chapter 05's variants, in plain C++: their names and the
 // --variant list, the bandwidth arithmetic, what a GPU supports, the kernels an epoch launches,
 // variant 6's segments.
-#include "fused_kernels.cuh"
+#include "fused_kernels.h"
 
 #include "cli.h"
 #include "cuda_check.h"

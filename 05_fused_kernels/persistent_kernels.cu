@@ -7,7 +7,7 @@
 // a cooperative launch guarantees it for as many blocks as fit on the GPU at once (variant 8),
 // and with every SM's registers and shared memory the training set itself fits on chip: after
 // the first epoch, no epoch reads X or y from DRAM.
-#include "fused_kernels.cuh"
+#include "fused_kernels.h"
 
 #include "cuda_check.h"
 #include "format.h"

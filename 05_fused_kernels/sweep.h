@@ -8,7 +8,7 @@
 // No CUDA here: the CPU tests check all of it on a machine without a GPU.
 #pragma once
 
-#include "fused_kernels.cuh"
+#include "fused_kernels.h"
 
 #include <nlohmann/json.hpp>
 

@@ -306,10 +306,8 @@ std::optional<regression::TrainingResult> single_gpu(const regression::Config& c
 // The program: train, check against the float64 reference and against one GPU, one table.
 // (multi_gpu_bench and the tests link everything above, and bring their own main.)
 #ifndef WORKBOOK_LESSON_LIBRARY
+namespace workbook::multi_gpu {
 namespace {
-
-using namespace workbook;
-using namespace workbook::multi_gpu;
 
 struct Options {
   CommonOptions common;
@@ -482,13 +480,14 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
+}  // namespace workbook::multi_gpu
 
 int main(int argc, char** argv) {
   return workbook::guarded_main("multi_gpu", [&] {
     // First, while this process has one thread and before any NCCL call: NVLink multicast off,
     // whatever the environment said (rank_environment.h).
     workbook::multi_gpu::apply_forced_environment();
-    return run(argc, argv);
+    return workbook::multi_gpu::run(argc, argv);
   });
 }
 #endif  // WORKBOOK_LESSON_LIBRARY

@@ -22,6 +22,7 @@ using Catch::Matchers::ContainsSubstring;
 using Catch::Matchers::StartsWith;
 using workbook::testing::ProgramResult;
 using workbook::testing::run_program;
+namespace device_query = workbook::device_query;
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include "format.h"
 #include "host_memory.h"
 #include "tensor.h"
-#include "tensor_transfer.cuh"
+#include "tensor_transfer.h"
 
 #include "cuda_check.h"
 #include "device_buffer.h"
@@ -30,7 +30,7 @@
 
 using Catch::Matchers::ContainsSubstring;
 using Catch::Matchers::StartsWith;
-using namespace transfer;
+using namespace workbook::transfer;
 using namespace workbook::testing;
 
 namespace {

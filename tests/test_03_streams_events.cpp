@@ -8,7 +8,7 @@
 //          targets both copies at once; the bench's --trace output.
 // pytorch: pytorch_streams.py --quick runs and writes the same JSON fields.
 #include "overlap_bound.h"
-#include "streams_events.cuh"
+#include "streams_events.h"
 
 #include "device_buffer.h"
 #include "gpu_support.h"
@@ -30,7 +30,7 @@
 using Catch::Approx;
 using Catch::Matchers::ContainsSubstring;
 using Catch::Matchers::StartsWith;
-using namespace streams_events;
+using namespace workbook::streams_events;
 using namespace workbook::testing;
 
 // ---------------------------------------------------------------- cpu

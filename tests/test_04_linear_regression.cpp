@@ -2,7 +2,7 @@
 // split, reference, CPU version, the program's --device cpu and usage errors); [gpu] cases train
 // on the GPU at boundary sizes; [pytorch] compares the CUDA run with the PyTorch script.
 #include "gpu_support.h"
-#include "linear_regression.cuh"
+#include "linear_regression.h"
 #include "minibatch.h"
 #include "regression_support.h"
 #include "exit_codes.h"
@@ -24,6 +24,7 @@ using Catch::Matchers::ContainsSubstring;
 using Catch::Matchers::StartsWith;
 using namespace workbook;
 using namespace workbook::regression;
+using namespace workbook::linear_regression;
 using namespace workbook::testing;
 
 namespace {

@@ -8,7 +8,7 @@
 #include "compute_capability.h"
 #include "epoch_trace.h"
 #include "exit_codes.h"
-#include "fused_kernels.cuh"
+#include "fused_kernels.h"
 #include "gpu_support.h"
 #include "regression_problem.h"
 #include "regression_support.h"

@@ -43,10 +43,8 @@
 #include <string>
 #include <vector>
 
+namespace workbook::multi_gpu {
 namespace {
-
-using namespace workbook;
-using namespace workbook::multi_gpu;
 
 using Options = BenchOptions;
 
@@ -775,12 +773,13 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
+}  // namespace workbook::multi_gpu
 
 int main(int argc, char** argv) {
   return workbook::guarded_main("multi_gpu_bench", [&] {
     // First, while this process has one thread and before any NCCL call: NVLink multicast off,
     // whatever the environment said (this process, each launcher worker, each mpirun rank).
     workbook::multi_gpu::apply_forced_environment();
-    return run(argc, argv);
+    return workbook::multi_gpu::run(argc, argv);
   });
 }

@@ -1,4 +1,4 @@
-// tensor_transfer.cuh: what the lesson (tensor_transfer.cu) offers the bench and the tests: its
+// tensor_transfer.h: what the lesson (tensor_transfer.cu) offers the bench and the tests: its
 // kernels with their CPU twins, and the steps of its stories. Plain C++: bench_transfer.cpp and
 // the tests include it with g++.
 //
@@ -21,7 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace transfer {
+namespace workbook::transfer {
 
 // ---- The CPU twins
 
@@ -120,4 +120,4 @@ struct MemoryInfo {
 };
 MemoryInfo memory_info();
 
-}  // namespace transfer
+}  // namespace workbook::transfer

@@ -1,4 +1,4 @@
-// fused_kernels.cuh: what chapter 05's lesson (fused_kernels.cu) offers its bench and its tests:
+// fused_kernels.h: what chapter 05's lesson (fused_kernels.cu) offers its bench and its tests:
 // the ladder of variants, and one GPU's training state with a launcher for every kernel.
 //
 //   workbook::Stream stream;

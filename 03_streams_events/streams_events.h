@@ -1,4 +1,4 @@
-// streams_events.cuh: what chapter 03's lesson (streams_events.cu) offers plain C++: the kernels'
+// streams_events.h: what chapter 03's lesson (streams_events.cu) offers plain C++: the kernels'
 // launchers and the CPU twin, the three stages of one chunk, the schedules, the measurements of
 // its stories and the calibration. The bench (bench_streams.cpp) and the tests link them from
 // streams_events_core; the kernels themselves (__global__) stay in streams_events.cu.
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-namespace streams_events {
+namespace workbook::streams_events {
 
 using workbook::Repeats;
 using workbook::Stats;
@@ -163,4 +163,4 @@ struct Calibration {
 };
 Calibration calibrate(Batch b, cudaStream_t s0, cudaStream_t s1, Repeats repeats);
 
-}  // namespace streams_events
+}  // namespace workbook::streams_events

@@ -1,9 +1,9 @@
-// linear_regression.cuh: what chapter 04's lesson (linear_regression.cu) offers its bench and its
+// linear_regression.h: what chapter 04's lesson (linear_regression.cu) offers its bench and its
 // tests: the CPU twins, one launcher per kernel, and the GPU training loop.
 //
 //   workbook::Stream stream;
-//   workbook::regression::require_gpu_memory(config.points, config.epochs);  // before allocating
-//   workbook::regression::GpuRegression gpu(config, stream.get());          // data made on the GPU
+//   workbook::linear_regression::require_gpu_memory(config.points, config.epochs);  // before allocating
+//   workbook::linear_regression::GpuRegression gpu(config, stream.get());          // data made on the GPU
 //   TrainingResult got = gpu.train(print_loss);
 //
 // Host-only declarations with plain types: g++ compiles this header. The problem itself (data,
@@ -19,7 +19,8 @@
 #include <cstdint>
 #include <functional>
 
-namespace workbook::regression {
+namespace workbook::linear_regression {
+using namespace regression;  // the problem itself (Config, Dataset, the reference) is common/'s, shared with 05 and 06
 
 // Called with (epoch, loss) at every printed epoch (epoch % print_every == 0), as training goes.
 using LossPrinter = std::function<void(int epoch, double loss)>;
@@ -79,4 +80,4 @@ class GpuRegression {
   PinnedBuffer<float> host_losses_, host_scalars_;
 };
 
-}  // namespace workbook::regression
+}  // namespace workbook::linear_regression
