@@ -21,6 +21,7 @@
 //   device_query_bench --json out.json    the table's rows as JSON (pytorch_matmul.py writes the same)
 #include "device_query.h"
 
+#include "ceil_div.h"
 #include "cli.h"
 #include "compute_capability.h"
 #include "copy_ceiling.h"
@@ -68,7 +69,6 @@ __host__ __device__ inline float uniform_at(std::uint64_t seed, std::uint64_t in
   return static_cast<float>(z >> 40) * (2.0f / 16777216.0f) - 1.0f;
 }
 
-std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
 __global__ void fill_uniform_kernel(float* out, std::size_t n, std::uint64_t seed) {
   const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;

@@ -18,7 +18,9 @@
 #include "device_query.h"
 
 #include "cuda_check.h"
+#include "device_guard.h"
 #include "device_buffer.h"
+#include "gpu_memory.h"
 #include "stream.h"
 
 #include <cstddef>
@@ -38,19 +40,6 @@ int attribute(cudaDeviceAttr attr, int device) {
 }
 
 // Makes `device` current for one scope and restores the previous one, also when a call throws.
-class CurrentDeviceGuard {
- public:
-  explicit CurrentDeviceGuard(int device) {
-    CUDA_CHECK(cudaGetDevice(&previous_));
-    CUDA_CHECK(cudaSetDevice(device));
-  }
-  ~CurrentDeviceGuard() { (void)cudaSetDevice(previous_); }
-  CurrentDeviceGuard(const CurrentDeviceGuard&) = delete;
-  CurrentDeviceGuard& operator=(const CurrentDeviceGuard&) = delete;
-
- private:
-  int previous_ = 0;
-};
 
 }  // namespace
 
@@ -93,7 +82,7 @@ DeviceReport query_device(int device) {
   // Free memory is a property of the moment, and cudaMemGetInfo answers for the current device,
   // so asking about device d creates d's context (about 0.5 GiB), as torch.cuda.mem_get_info(d)
   // does; get_device_properties(d) alone does not.
-  CurrentDeviceGuard on(device);
+  DeviceGuard on(device);  // common/device_guard.h
   r.free_global_mem = memory_info().free;
   r.memory_pools = attribute(cudaDevAttrMemoryPoolsSupported, device) != 0;
   return r;
@@ -165,11 +154,6 @@ std::vector<std::vector<bool>> peer_access_matrix(int device_count) {
 }
 
 // How much memory is free now.
-MemoryInfo memory_info() {
-  MemoryInfo m;
-  CUDA_CHECK(cudaMemGetInfo(&m.free, &m.total));
-  return m;
-}
 
 // ---------------------------------------------------------------------------------------------
 // 5. Memory accounting: what the driver sees, and what a caching pool keeps.

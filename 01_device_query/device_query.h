@@ -11,6 +11,8 @@
 // Nothing here launches a kernel; chapter 02 is where data moves.
 #pragma once
 
+#include "gpu_memory.h"  // memory_info
+
 #include <array>
 #include <cstddef>
 #include <optional>
@@ -93,11 +95,7 @@ std::string unknown_peak_text(int major, int minor, bool tensor);
 // matrix[a][b] is true when device a can read and write device b's memory directly (P2P).
 std::vector<std::vector<bool>> peer_access_matrix(int device_count);
 
-struct MemoryInfo {
-  std::size_t free = 0;   // bytes, as cudaMemGetInfo (and torch.cuda.mem_get_info) report
-  std::size_t total = 0;
-};
-MemoryInfo memory_info();  // for the current device
+// memory_info() (cudaMemGetInfo on the current device): common/gpu_memory.h.
 
 // One step of the accounting walk-through: what the driver sees (cudaMemGetInfo) and what the
 // pool reports, the analogues of memory_allocated() ("used") and memory_reserved() ("reserved").

@@ -2,6 +2,7 @@
 #include "host_memory.h"
 
 #include "cuda_check.h"
+#include "splitmix64.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -67,27 +68,15 @@ void HostBuffer::release() noexcept {
   bytes_ = 0;
 }
 
-namespace {
-
-// splitmix64: a tiny, well-mixed hash of a counter; fine for test patterns, not for statistics.
-inline std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
 void fill_pattern(std::byte* data, std::size_t bytes, std::uint64_t seed) {
-  const std::uint64_t base = splitmix64(seed);
+  const std::uint64_t base = splitmix64_of(seed);
   const std::size_t words = bytes / sizeof(std::uint64_t);
   for (std::size_t i = 0; i < words; ++i) {
-    const std::uint64_t v = splitmix64(base + i);
+    const std::uint64_t v = splitmix64_of(base + i);
     std::memcpy(data + i * sizeof v, &v, sizeof v);  // memcpy: no alignment assumption
   }
   if (bytes % sizeof(std::uint64_t) == 0) return;  // also keeps memcpy away from a null, empty buffer
-  const std::uint64_t tail = splitmix64(base + words);
+  const std::uint64_t tail = splitmix64_of(base + words);
   std::memcpy(data + words * sizeof tail, &tail, bytes % sizeof tail);
 }
 

@@ -69,13 +69,6 @@ std::string shape_str(const Shape& shape) {
   return s + "]";
 }
 
-DeviceGuard::DeviceGuard(int gpu) {
-  CUDA_CHECK(cudaGetDevice(&previous_));
-  if (gpu != previous_) CUDA_CHECK(cudaSetDevice(gpu));
-}
-
-DeviceGuard::~DeviceGuard() { (void)cudaSetDevice(previous_); }
-
 // One allocation: host memory of some kind, or device memory on one GPU.
 struct Tensor::Storage {
   HostBuffer host;

@@ -12,6 +12,7 @@
 // tensor_transfer.cu shows the asynchronous kind on raw buffers.
 #pragma once
 
+#include "device_guard.h"
 #include "host_memory.h"
 
 #include <cstddef>
@@ -98,17 +99,8 @@ class Tensor {
   Device device_;
 };
 
-// Makes `gpu` the current device for a scope, then restores the previous one (what PyTorch's
-// CUDAGuard and `with torch.cuda.device(N)` do). An index that does not exist throws CudaError.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int gpu);
-  ~DeviceGuard();
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int previous_ = 0;
-};
+// DeviceGuard, which makes a device current for a scope and then restores the previous one (what
+// PyTorch's CUDAGuard and `with torch.cuda.device(N)` do; an index that does not exist throws
+// CudaError): common/device_guard.h.
 
 }  // namespace workbook::transfer

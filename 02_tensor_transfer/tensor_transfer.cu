@@ -26,6 +26,7 @@
 #include "gpu_probe.h"
 #include "nvtx.h"
 #include "program.h"
+#include "splitmix64.h"
 #include "table.h"
 
 #include <algorithm>
@@ -50,13 +51,7 @@ namespace {
 struct Xoshiro256Plus {
   std::uint64_t s[4];
   explicit Xoshiro256Plus(std::uint64_t seed) {
-    for (std::uint64_t& word : s) {  // seed the state with splitmix64, as the authors advise
-      seed += 0x9E3779B97F4A7C15ull;
-      std::uint64_t z = seed;
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-      word = z ^ (z >> 31);
-    }
+    for (std::uint64_t& word : s) word = splitmix64(seed);  // seeded by splitmix64, as the authors advise
   }
   static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
   std::uint64_t next() {
@@ -308,11 +303,6 @@ AsyncCall non_blocking_copy(void* dst, const void* src, std::size_t bytes, cudaM
 // ---------------------------------------------------------------------------------------------
 // (5) torch.cuda.mem_get_info() is this call.
 
-MemoryInfo memory_info() {
-  MemoryInfo m;
-  CUDA_CHECK(cudaMemGetInfo(&m.free, &m.total));
-  return m;
-}
 
 }  // namespace workbook::transfer
 

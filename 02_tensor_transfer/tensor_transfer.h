@@ -12,6 +12,7 @@
 #include "curand_generator.h"
 #include "device_buffer.h"
 #include "event_timer.h"
+#include "gpu_memory.h"  // memory_info
 #include "host_memory.h"
 #include "report.h"
 #include "tensor.h"
@@ -114,10 +115,6 @@ AsyncCall non_blocking_copy(void* dst, const void* src, std::size_t bytes, cudaM
                             cudaStream_t stream);
 
 // (5) torch.cuda.mem_get_info(): the driver's view of device memory.
-struct MemoryInfo {
-  std::size_t free = 0;
-  std::size_t total = 0;
-};
-MemoryInfo memory_info();
+// memory_info() (cudaMemGetInfo, torch.cuda.mem_get_info): common/gpu_memory.h.
 
 }  // namespace workbook::transfer

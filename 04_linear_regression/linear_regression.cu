@@ -17,6 +17,7 @@
 // (bench_regression.cpp) times each step of an epoch against the copy ceiling.
 #include "linear_regression.h"
 
+#include "ceil_div.h"
 #include "cuda_check.h"
 #include "nvtx.h"
 #include "regression_data.h"
@@ -122,7 +123,6 @@ constexpr int kItemsPerThread = 8;         // first reduction pass: about this m
 constexpr int kMaxReductionBlocks = 1024;  // one wave on an H100/H200 (132 SMs x 8 blocks)
 constexpr int kMaxElementwiseBlocks = 8192;
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 int elementwise_blocks(std::int64_t n) {
   return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(ceil_div(n, kThreads), kMaxElementwiseBlocks)));
@@ -274,17 +274,7 @@ GpuRegression::GpuRegression(const Config& config, cudaStream_t stream)
   CUDA_CHECK(cudaStreamSynchronize(stream_));  // before the noise is freed
 }
 
-Dataset GpuRegression::copy_dataset() const {
-  workbook::require_host_memory("--points " + std::to_string(config_.points) + " (the data read back for the reference)",
-                                workbook::ByteCount().add(config_.points, sizeof(float), 2));
-  Dataset d;
-  d.split = split_;
-  d.x.resize(config_.points);
-  d.y.resize(config_.points);
-  CUDA_CHECK(cudaMemcpy(d.x.data(), x_.data(), x_.bytes(), cudaMemcpyDeviceToHost));
-  CUDA_CHECK(cudaMemcpy(d.y.data(), y_.data(), y_.bytes(), cudaMemcpyDeviceToHost));
-  return d;
-}
+Dataset GpuRegression::copy_dataset() const { return copy_dataset_to_host(x_.data(), y_.data(), config_.points); }
 
 TrainingResult GpuRegression::train(const LossPrinter& print) {
   NvtxRange range("train");

@@ -51,13 +51,6 @@ BatchSlice batch_slice(std::int64_t k, std::int64_t train_points, std::int64_t b
   return {first, std::min(batch_size, train_points - first)};
 }
 
-std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 std::vector<std::int64_t> batch_order(std::int64_t batches, const BatchPlan& plan, int epoch) {
   std::vector<std::int64_t> order(static_cast<std::size_t>(batches));
   std::iota(order.begin(), order.end(), std::int64_t{0});
@@ -164,17 +157,8 @@ __global__ void __launch_bounds__(fused::kThreads)
   const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const Sums s = fused::block_sums<fused::kThreads>(
       fused::thread_sums(x, y, count, w, b, t, static_cast<std::int64_t>(gridDim.x) * blockDim.x));
-  __shared__ bool is_last;
-  if (threadIdx.x == 0) {
-    partials[blockIdx.x] = s.rr;
-    partials[gridDim.x + blockIdx.x] = s.rx;
-    partials[2 * gridDim.x + blockIdx.x] = s.r;
-    __threadfence();  // release: this block's partials before its count
-    is_last = atomicAdd(done_count, 1u) == gridDim.x - 1;
-  }
-  __syncthreads();
-  if (!is_last) return;
-  __threadfence();  // acquire: every counted block's partials after the count
+  fused::write_partials(s, partials, static_cast<int>(gridDim.x));
+  if (!fused::counted_last(done_count)) return;  // common/fused_sums.cuh: chapter 05's last-block pattern
   const Sums total = fused::reduce_partials(partials, gridDim.x, gridDim.x);
   if (threadIdx.x == 0) {
     const float inv = 1.0f / static_cast<float>(count);

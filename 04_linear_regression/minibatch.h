@@ -17,6 +17,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "splitmix64.h"  // workbook::splitmix64: batch_order's generator
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -54,8 +56,6 @@ BatchSlice batch_slice(std::int64_t k, std::int64_t train_points, std::int64_t b
 // (common/regression_torch.py does) so that both sides visit the batches in the same order.
 std::vector<std::int64_t> batch_order(std::int64_t batches, const BatchPlan& plan, int epoch);
 
-// The next number of splitmix64 (Steele, Lea and Flood), advancing `state`.
-std::uint64_t splitmix64(std::uint64_t& state);
 
 // Mini-batch SGD from w = 0.83, b = 0.7645, every product, sum and parameter in double, on the
 // float32 data. losses[e] is the mean over epoch e's steps of each batch's loss before its step.

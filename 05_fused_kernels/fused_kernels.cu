@@ -39,8 +39,6 @@
 namespace workbook::fused {
 namespace {
 
-using regression::kInitialB;
-using regression::kInitialW;
 
 constexpr int kUnfusedItemsPerThread = 8;  // variant 1 (as 04): about 8 terms per thread, at most
 constexpr int kMaxUnfusedBlocks = 1024;    // one wave on an H100/H200 (132 SMs x 8 blocks)
@@ -62,11 +60,6 @@ __device__ __forceinline__ void apply_step(const Sums& total, const StepArgs& a)
   a.losses[a.epoch] = total.rr * a.inv_n;
   a.params[0] -= a.lr * (total.rx * a.two_inv_n);
   a.params[1] -= a.lr * (total.r * a.two_inv_n);
-}
-
-__global__ void set_params_kernel(float* params) {
-  params[0] = kInitialW;
-  params[1] = kInitialB;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -176,20 +169,9 @@ __global__ void __launch_bounds__(kThreads)
   const float w = params[0], b = params[1];
   const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const Sums s = block_sums<kThreads>(thread_sums(x, y, n, w, b, t, static_cast<std::int64_t>(gridDim.x) * blockDim.x));
-  if (threadIdx.x == 0) {
-    partials[blockIdx.x] = s.rr;
-    partials[stride + blockIdx.x] = s.rx;
-    partials[2 * stride + blockIdx.x] = s.r;
-  }
+  write_partials(s, partials, stride);
   if constexpr (kLastBlockSteps) {
-    __shared__ bool is_last;
-    if (threadIdx.x == 0) {
-      __threadfence();  // release: this block's partials before its count
-      is_last = atomicAdd(done_count, 1u) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (is_last) {
-      __threadfence();  // acquire: every counted block's partials after the count
+    if (counted_last(done_count)) {  // common/fused_sums.cuh: fenced, counted, the last block alone
       const Sums total = reduce_partials(partials, gridDim.x, stride);
       if (threadIdx.x == 0) {
         apply_step(total, step);
@@ -266,8 +248,7 @@ FusedTraining::~FusedTraining() {
 }
 
 void FusedTraining::reset_params() {
-  set_params_kernel<<<1, 1, 0, stream_>>>(params_.data());
-  CUDA_CHECK_LAUNCH();
+  regression::launch_reset_params(params_.data(), stream_);
 }
 
 void FusedTraining::unfused_forward() {

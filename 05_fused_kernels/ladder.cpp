@@ -3,10 +3,12 @@
 // variant 6's segments.
 #include "fused_kernels.h"
 
+#include "ceil_div.h"
 #include "cli.h"
 #include "cuda_check.h"
 #include "format.h"
 #include "regression_cli.h"
+#include "regression_data.h"
 
 #include <algorithm>
 #include <vector>
@@ -14,18 +16,11 @@
 namespace workbook::fused {
 namespace {
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
 Dataset FusedTraining::copy_dataset() const {
-  Dataset d;
-  d.split = regression::split_of(config_.points);
-  d.x.resize(config_.points);
-  d.y.resize(config_.points);
-  CUDA_CHECK(cudaMemcpy(d.x.data(), x_.data(), x_.bytes(), cudaMemcpyDeviceToHost));
-  CUDA_CHECK(cudaMemcpy(d.y.data(), y_.data(), y_.bytes(), cudaMemcpyDeviceToHost));
-  return d;
+  return regression::copy_dataset_to_host(x_.data(), y_.data(), config_.points);
 }
 
 std::string FusedTraining::skip_reason(Variant v) const {

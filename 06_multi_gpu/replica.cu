@@ -32,20 +32,15 @@ ShardSums shard_sums_cpu(const regression::Dataset& data, Shard shard, double w,
 
 namespace {
 
-using regression::kInitialB;
-using regression::kInitialW;
 
 using fused::block_sums;
+using fused::counted_last;
 using fused::fused_blocks;
 using fused::kThreads;
 using fused::reduce_partials;
 using fused::Sums;
 using fused::thread_sums;
-
-__global__ void set_params_kernel(float* params) {
-  params[0] = kInitialW;
-  params[1] = kInitialB;
-}
+using fused::write_partials;
 
 // Chapter 05's fused pass without the step: every block writes its partials, and the last block
 // to be counted adds them in block order and resets the counter. Returns true in that block only,
@@ -57,19 +52,8 @@ __device__ __forceinline__ bool shard_sums(const float* __restrict__ x, const fl
   const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const Sums s = block_sums<kThreads>(thread_sums(x, y, n, w, b, t, static_cast<std::int64_t>(gridDim.x) * blockDim.x));
   const int stride = static_cast<int>(gridDim.x);
-  if (threadIdx.x == 0) {
-    partials[blockIdx.x] = s.rr;
-    partials[stride + blockIdx.x] = s.rx;
-    partials[2 * stride + blockIdx.x] = s.r;
-  }
-  __shared__ bool is_last;
-  if (threadIdx.x == 0) {
-    __threadfence();  // release: this block's partials before its count
-    is_last = atomicAdd(done_count, 1u) == gridDim.x - 1;
-  }
-  __syncthreads();
-  if (!is_last) return false;
-  __threadfence();  // acquire: every counted block's partials after the count
+  write_partials(s, partials, stride);
+  if (!counted_last(done_count)) return false;  // common/fused_sums.cuh: 05's last-block pattern
   total = reduce_partials(partials, stride, stride);
   if (threadIdx.x == 0) *done_count = 0;
   return true;
@@ -194,8 +178,7 @@ Replica::Replica(const Problem& problem, Shard train, Shard test, cudaStream_t s
 }
 
 void Replica::enqueue_reset() {
-  set_params_kernel<<<1, 1, 0, stream_>>>(params_.data());
-  CUDA_CHECK_LAUNCH();
+  regression::launch_reset_params(params_.data(), stream_);
 }
 
 void Replica::enqueue_sums() {

@@ -12,6 +12,8 @@
 // train_reference in regression_problem.h sums the same three terms in double.
 #pragma once
 
+#include "ceil_div.h"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -22,8 +24,6 @@ namespace workbook::fused {
 constexpr int kThreads = 256;    // threads per block of the fused kernels
 constexpr int kBlocksPerSm = 4;  // 1024 threads per SM, 4 x 16-byte loads each in flight
 constexpr int kUnroll = 2;       // float4 pairs (x and y) loaded per thread before use
-
-inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // Blocks of a fused kernel over n points: enough for kUnroll float4s per thread, at most one
 // full wave of kBlocksPerSm per multiprocessor. A function of n and the SM count only.
@@ -100,6 +100,30 @@ __device__ Sums block_sums(Sums s) {
   }
   __syncthreads();
   return s;
+}
+
+// Thread 0 writes its block's sums `s` (valid in thread 0) as the block's partials: rows rr, rx
+// and r, `stride` apart, column blockIdx.x.
+__device__ __forceinline__ void write_partials(const Sums& s, float* partials, int stride) {
+  if (threadIdx.x != 0) return;
+  partials[blockIdx.x] = s.rr;
+  partials[stride + blockIdx.x] = s.rx;
+  partials[2 * stride + blockIdx.x] = s.r;
+}
+
+// The last-block pattern (chapter 05's variant 4), after write_partials: each block counts itself
+// in *done_count, and the block counted last, whichever it is, gets true in every thread: it may
+// read every block's partials (reduce_partials), and must set *done_count back to 0 for the next
+// launch. Every thread of the block must call it.
+__device__ __forceinline__ bool counted_last(unsigned* done_count) {
+  __shared__ bool is_last;
+  if (threadIdx.x == 0) {
+    __threadfence();  // release: this block's partials before its count
+    is_last = atomicAdd(done_count, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (is_last) __threadfence();  // acquire: every counted block's partials after the count
+  return is_last;
 }
 
 // One block of kBlockThreads adds `count` block partials (rows rr, rx, r, `stride` apart) in a

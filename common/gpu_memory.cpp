@@ -14,6 +14,12 @@
 
 namespace workbook {
 
+MemoryInfo memory_info() {
+  MemoryInfo m;
+  CUDA_CHECK(cudaMemGetInfo(&m.free, &m.total));
+  return m;
+}
+
 namespace {
 
 constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();

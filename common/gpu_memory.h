@@ -16,6 +16,14 @@
 
 namespace workbook {
 
+// What the driver says of the current device's memory: cudaMemGetInfo, which is what
+// torch.cuda.mem_get_info() returns (chapter 01).
+struct MemoryInfo {
+  std::size_t free = 0;  // bytes
+  std::size_t total = 0;
+};
+MemoryInfo memory_info();
+
 // A sum of buffer sizes in bytes that cannot wrap around: past SIZE_MAX it stays saturated,
 // and then no GPU can hold it.
 class ByteCount {

@@ -3,8 +3,10 @@
 
 #include "cuda_check.h"
 #include "curand_generator.h"
+#include "gpu_memory.h"
 
 #include <algorithm>
+#include <string>
 
 namespace workbook::regression {
 namespace {
@@ -40,6 +42,28 @@ void launch_make_data(float* x, float* y, const float* noise, double sigma, std:
   const int blocks = static_cast<int>(std::clamp<std::int64_t>((count + kThreads - 1) / kThreads, 1, 8192));
   make_data_kernel<<<blocks, kThreads, 0, stream>>>(x, y, noise, static_cast<float>(sigma), first, count);
   CUDA_CHECK_LAUNCH();
+}
+
+__global__ void reset_params_kernel(float* params) {
+  params[0] = kInitialW;
+  params[1] = kInitialB;
+}
+
+void launch_reset_params(float* params, cudaStream_t stream) {
+  reset_params_kernel<<<1, 1, 0, stream>>>(params);
+  CUDA_CHECK_LAUNCH();
+}
+
+Dataset copy_dataset_to_host(const float* x, const float* y, std::int64_t points) {
+  require_host_memory("--points " + std::to_string(points) + " (the data read back for the reference)",
+                      ByteCount().add(points, sizeof(float), 2));
+  Dataset d;
+  d.split = split_of(points);
+  d.x.resize(static_cast<std::size_t>(points));
+  d.y.resize(static_cast<std::size_t>(points));
+  CUDA_CHECK(cudaMemcpy(d.x.data(), x, d.x.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(d.y.data(), y, d.y.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  return d;
 }
 
 }  // namespace workbook::regression

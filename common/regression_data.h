@@ -4,6 +4,8 @@
 //
 //   DeviceBuffer<float> noise = make_noise_on_gpu(config, stream);     // empty when config.noise == 0
 //   launch_make_data(x, y, noise.data(), config.noise, 0, config.points, stream);
+//   launch_reset_params(params, stream);                              // w, b = 0.83, 0.7645
+//   Dataset d = copy_dataset_to_host(x, y, config.points);            // for the float64 reference
 //
 // A shard (chapter 06) passes its first global index and length: its points are the same bits
 // as the whole set's. Host-only declarations: g++ compiles this header, the kernel is in the .cu.
@@ -27,5 +29,12 @@ DeviceBuffer<float> make_noise_on_gpu(const Config& config, cudaStream_t stream)
 // (without noise).
 void launch_make_data(float* x, float* y, const float* noise, double sigma, std::int64_t first, std::int64_t count,
                       cudaStream_t stream);
+
+// params[0], params[1] = kInitialW, kInitialB: the start of every training run. Queued on `stream`.
+void launch_reset_params(float* params, cudaStream_t stream);
+
+// The GPU's `points` x and y back on the host, with the split of that many points, for the float64
+// reference (synchronizes). Asks for the host memory first: a size too large is one line.
+Dataset copy_dataset_to_host(const float* x, const float* y, std::int64_t points);
 
 }  // namespace workbook::regression
