@@ -20,7 +20,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 from workbook_cli import Parser, device_index, finish, report_stream  # noqa: E402  (cli.h's flag rules)
-from torch_cuda import time_on_stream, use_cuda_device  # noqa: E402  (the GPU check; events, as event_timer.h)
+from torch_cuda import sleep_cycles_per_ms, time_on_stream, use_cuda_device  # noqa: E402  (the GPU check; events, as event_timer.h)
 
 torch = needs("torch")
 
@@ -285,14 +285,7 @@ def pinning(report, rows, quick):
 def non_blocking(report, dev, quick):
     nbytes = (16 if quick else 64) * MiB
     spin_ms = 10.0 if quick else 20.0
-    # torch.cuda._sleep spins for a number of GPU clock cycles: calibrate cycles per millisecond.
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda._sleep(1000)
-    start.record()
-    torch.cuda._sleep(10_000_000)
-    stop.record()
-    torch.cuda.synchronize()
-    cycles_per_ms = 10_000_000 / start.elapsed_time(stop)
+    cycles_per_ms = sleep_cycles_per_ms()  # torch.cuda._sleep spins for GPU clock cycles
     gpu = torch.empty(nbytes, dtype=torch.uint8, device=dev).fill_(1)
     print(f"== (5) non_blocking=True: host time inside the copy call, queued behind a {spin_ms:.0f} ms kernel "
           f"({format_bytes(nbytes)})")

@@ -24,7 +24,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 from workbook_cli import Parser, device_index, finish, int_list, integer, report_stream, size  # noqa: E402  (cli.h's flag rules)
-from torch_cuda import use_cuda_device  # noqa: E402  (no GPU: 77; no such --device: 2)
+from torch_cuda import sleep_cycles_per_ms, use_cuda_device  # noqa: E402  (no GPU: 77; no such --device: 2)
 
 np = needs("numpy")
 torch = needs("torch")
@@ -186,17 +186,6 @@ def enqueue_two_stream(b, transfer, compute, copied, wait=True, chunks=None, del
     compute.wait_stream(transfer)
 
 
-def cycles_per_ms():
-    """torch.cuda._sleep counts GPU clock cycles; measure how many make a millisecond."""
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda._sleep(1000)
-    start.record()
-    torch.cuda._sleep(10_000_000)
-    stop.record()
-    stop.synchronize()
-    return 10_000_000 / start.elapsed_time(stop)
-
-
 def copy_engine_count(device):
     try:
         from cuda.bindings import runtime
@@ -318,7 +307,7 @@ def main():
         failures.append("two-stream pattern: result differs from the serial result")
 
     # 1. Asynchrony: a long kernel's launch returns at once; reading a result waits for it.
-    cpm = cycles_per_ms()
+    cpm = sleep_cycles_per_ms()
     kernel_ms_target = 5 if a.quick else 20
     launch_us, read_ms, kernel_ms, before_done = [], [], [], True
     result = torch.zeros(1, device="cuda")

@@ -93,14 +93,9 @@ TrainingResult train_minibatch_reference(const Dataset& data, const Config& conf
       return r;
     }
   }
-  double sum_test = 0.0;
-  for (std::int64_t i = n; i < n + data.split.test; ++i) {
-    const double residual = w * data.x[i] + b - data.y[i];
-    sum_test += residual * residual;
-  }
   r.w = w;
   r.b = b;
-  r.test_mse = sum_test / data.split.test;
+  r.test_mse = test_mse_reference(data, w, b);
   return r;
 }
 

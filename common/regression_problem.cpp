@@ -113,15 +113,19 @@ TrainingResult train_reference(const Dataset& data, const Config& config) {
     w -= config.lr * 2.0 * sum_rx / n;
     b -= config.lr * 2.0 * sum_r / n;
   }
-  double sum_test = 0.0;
-  for (std::int64_t i = n; i < n + data.split.test; ++i) {
-    const double residual = w * x[i] + b - y[i];
-    sum_test += residual * residual;
-  }
   r.w = w;
   r.b = b;
-  r.test_mse = sum_test / data.split.test;
+  r.test_mse = test_mse_reference(data, w, b);
   return r;
+}
+
+double test_mse_reference(const Dataset& data, double w, double b) {
+  double sum_test = 0.0;
+  for (std::int64_t i = data.split.train; i < data.split.train + data.split.test; ++i) {
+    const double residual = w * data.x[static_cast<std::size_t>(i)] + b - data.y[static_cast<std::size_t>(i)];
+    sum_test += residual * residual;
+  }
+  return sum_test / data.split.test;
 }
 
 Check check_against(const TrainingResult& got, const TrainingResult& want, Tolerance parameters, Tolerance losses,

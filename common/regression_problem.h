@@ -99,6 +99,9 @@ std::optional<int> first_divergent(const std::vector<double>& losses);
 // r = w X + b - y) on the same float32 data, every operation and every sum in double, w and b kept
 // in double. What float32 kernels compute differs from it only by float32 rounding.
 TrainingResult train_reference(const Dataset& data, const Config& config);
+// The test loss of (w, b) in double: the mean of r^2 over the test split (the reference's own,
+// and 04's mini-batch reference's).
+double test_mse_reference(const Dataset& data, double w, double b);
 
 // How close a float32 run must land to the reference. Float32 rounding moves w and b by about
 // 1e-7 relative and the losses by about 2e-6 at 5M points (chapter 04's README).

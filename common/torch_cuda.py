@@ -54,3 +54,14 @@ def time_on_stream(work, warmup, timed):
         stop.record()
     torch.cuda.synchronize()
     return [start.elapsed_time(stop) for start, stop in events]
+
+
+def sleep_cycles_per_ms():
+    """torch.cuda._sleep counts GPU clock cycles: how many make a millisecond on this GPU now."""
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(1000)
+    start.record()
+    torch.cuda._sleep(10_000_000)
+    stop.record()
+    stop.synchronize()
+    return 10_000_000 / start.elapsed_time(stop)
