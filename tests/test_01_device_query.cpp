@@ -3,6 +3,7 @@
 #include "device_query.h"
 
 #include "gpu_support.h"
+#include "program_checks.h"
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/catch_approx.hpp>
@@ -20,8 +21,16 @@
 
 using Catch::Matchers::ContainsSubstring;
 using Catch::Matchers::StartsWith;
+using workbook::testing::check_no_gpu;
+using workbook::testing::check_one_line;
+using workbook::testing::check_usage_error;
 using workbook::testing::ProgramResult;
+using workbook::testing::require_pass;
 using workbook::testing::run_program;
+using workbook::testing::Stdout;
+using workbook::testing::take_json;
+using workbook::testing::with_args;
+using workbook::testing::without_gpus;
 namespace device_query = workbook::device_query;
 
 namespace {
@@ -34,9 +43,7 @@ nlohmann::json run_quick_json(const std::string& program, const std::map<std::st
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   REQUIRE(workbook::testing::last_line(r.out) == "PASS");
-  nlohmann::json j = workbook::testing::read_json(path);
-  std::remove(path.c_str());
-  return j;
+  return take_json(path);
 }
 
 }  // namespace
@@ -98,7 +105,7 @@ TEST_CASE("an architecture the peak table does not know gets no number but a rea
 
 TEST_CASE("with every device hidden, 'not available' is an answer: exit 0 and the reason") {
   const std::string path = workbook::testing::temp_path("device_query.json");
-  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--json", path}, {{"CUDA_VISIBLE_DEVICES", ""}});
+  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--json", path}, without_gpus());
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, ContainsSubstring("CUDA available: no ("));
@@ -112,30 +119,20 @@ TEST_CASE("with every device hidden, 'not available' is an answer: exit 0 and th
 
 TEST_CASE("bad flags are refused with one line and exit 2") {
   for (const auto& args : {std::vector<std::string>{"--bogus"}, {"--device", "abc"}, {"--json", "a", "b"}}) {
-    std::vector<std::string> argv{WORKBOOK_PROGRAM};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const ProgramResult r = run_program(argv);
-    CAPTURE(args, r.err);
-    CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, StartsWith("error: "));
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    check_one_line(with_args({WORKBOOK_PROGRAM}, args), 2, StartsWith("error: "));
   }
 }
 
 TEST_CASE("a malformed device flag is usage: exit 2 with one line, before any CUDA call") {
   for (const char* device : {"gpu", "cuda:", "-1", "1.5", "cuda:x", ""}) {
-    const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--device", device});
-    CAPTURE(device, r.err);
-    CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, StartsWith("error: --device must be N, cuda or cuda:N"));
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-    CHECK(r.out.empty());
+    check_one_line({WORKBOOK_PROGRAM, "--device", device}, 2, StartsWith("error: --device must be N, cuda or cuda:N"),
+                   Stdout::kEmpty);
   }
 }
 
 TEST_CASE("no GPU with a device flag is still the answer: exit 0 and 'CUDA available: no'") {
   for (const char* device : {"0", "5", "cuda", "cuda:0", "cuda:3"}) {
-    const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--device", device}, {{"CUDA_VISIBLE_DEVICES", ""}});
+    const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--device", device}, without_gpus());
     CAPTURE(device, r.out, r.err);
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.out, ContainsSubstring("CUDA available: no ("));
@@ -280,14 +277,7 @@ TEST_CASE("the bench refuses bad flags with one line and exit 2, before touching
       {{"--device", "gpu"}, "--device must be N, cuda or cuda:N"},
       {{"--bogus"}, "--bogus"}};
   for (const auto& [args, message] : cases) {
-    std::vector<std::string> argv{WORKBOOK_BENCH_PROGRAM, "--quick"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const ProgramResult r = run_program(argv);
-    CAPTURE(args, r.err);
-    CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, StartsWith("error: ") && ContainsSubstring(message));
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-    CHECK(r.out.empty());
+    check_usage_error(with_args({WORKBOOK_BENCH_PROGRAM, "--quick"}, args), message, Stdout::kEmpty);
   }
   const ProgramResult help = run_program({WORKBOOK_BENCH_PROGRAM, "--help"});
   CHECK(help.exit_code == 0);
@@ -296,11 +286,7 @@ TEST_CASE("the bench refuses bad flags with one line and exit 2, before touching
 }
 
 TEST_CASE("the bench without a GPU says why in one line and exits 77") {
-  const ProgramResult r = run_program({WORKBOOK_BENCH_PROGRAM, "--quick", "--sizes", "64"}, {{"CUDA_VISIBLE_DEVICES", ""}});
-  CAPTURE(r.out, r.err);
-  CHECK(r.exit_code == 77);
-  CHECK_THAT(r.err, StartsWith("device_query_bench needs a CUDA GPU: "));
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  check_no_gpu({WORKBOOK_BENCH_PROGRAM, "--quick", "--sizes", "64"}, "device_query_bench");
 }
 
 TEST_CASE("device_query_bench --quick: every precision's matmul and y = a x + y pass their checks", "[gpu]") {
@@ -364,10 +350,8 @@ TEST_CASE("pytorch_matmul.py --quick: the same matmuls and y = a x + y pass the 
   const ProgramResult r = run_program(
       {WORKBOOK_PYTHON, std::string(WORKBOOK_CHAPTER_DIR) + "/pytorch_matmul.py", "--quick", "--json", path});
   CAPTURE(r.out, r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK(workbook::testing::last_line(r.out) == "PASS");
-  const nlohmann::json j = workbook::testing::read_json(path);
-  std::remove(path.c_str());
+  require_pass(r);
+  const nlohmann::json j = take_json(path);
   CHECK(j["program"] == "pytorch_matmul");
   std::map<std::string, int> passed;
   for (const auto& row : j["rows"]) {

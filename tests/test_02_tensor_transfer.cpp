@@ -13,6 +13,7 @@
 #include "cuda_check.h"
 #include "device_buffer.h"
 #include "gpu_support.h"
+#include "program_checks.h"
 #include "stream.h"
 
 #include <catch2/catch_approx.hpp>
@@ -36,8 +37,6 @@ using namespace workbook::testing;
 namespace {
 
 bool same_bytes(const void* a, const void* b, std::size_t n) { return n == 0 || std::memcmp(a, b, n) == 0; }
-
-std::size_t count_lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
 
 }  // namespace
 
@@ -215,29 +214,16 @@ struct UsageCase {
   std::string message;
 };
 
+// Each case's arguments after `program`: refused with exit 2 and one line naming the case's message.
 void check_usage_errors(const char* program, const std::vector<UsageCase>& cases) {
-  for (const UsageCase& c : cases) {
-    std::vector<std::string> argv{program};
-    argv.insert(argv.end(), c.args.begin(), c.args.end());
-    const ProgramResult r = run_program(argv);
-    CAPTURE(program, c.args, r.err);
-    CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, StartsWith("error: ") && ContainsSubstring(c.message));
-    CHECK(count_lines(r.err) == 1);
-  }
+  for (const UsageCase& c : cases) check_usage_error(with_args({program}, c.args), c.message);
 }
 
-void check_no_gpu(const char* program, const std::string& name, const std::vector<std::vector<std::string>>& cases) {
-  for (const std::vector<std::string>& args : cases) {
-    std::vector<std::string> argv{program};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const ProgramResult r = run_program(argv, {{"CUDA_VISIBLE_DEVICES", ""}});
-    CAPTURE(args, r.err);
-    CHECK(r.exit_code == 77);
-    CHECK_THAT(r.err, StartsWith(name + " needs a CUDA GPU: "));
-    CHECK(count_lines(r.err) == 1);
-    CHECK(r.out.empty());
-  }
+// Each case's arguments after `program` pass the flag checks and reach the GPU check: exit 77 and
+// one line naming the program (`name`), before the report starts.
+void check_each_without_gpu(const char* program, const std::string& name,
+                            const std::vector<std::vector<std::string>>& cases) {
+  for (const std::vector<std::string>& args : cases) check_no_gpu(with_args({program}, args), name, Stdout::kEmpty);
 }
 
 }  // namespace
@@ -278,32 +264,44 @@ TEST_CASE("the programs refuse bad flags with one line and exit code 2, before t
 }
 
 TEST_CASE("accepted sizes and device forms reach the GPU check: exit 77 without a GPU") {
-  check_no_gpu(WORKBOOK_PROGRAM, "tensor_transfer",
-               {{"--quick", "--device", "cuda:0"}, {"--quick", "--device", "cuda"}, {"--quick", "--device", "5"},
-                {"--quick", "--random-mib", "1K"}, {"--quick", "--copy-mib", "1K"}, {"--copy-mib", "100"}});
-  check_no_gpu(WORKBOOK_BENCH_PROGRAM, "tensor_transfer_bench",
-               {{"--quick", "--device", "cuda:0"}, {"--quick", "--random-mib", "1K"}, {"--quick", "--max-mib", "128"}});
+  check_each_without_gpu(WORKBOOK_PROGRAM, "tensor_transfer",
+                         {{"--quick", "--device", "cuda:0"}, {"--quick", "--device", "cuda"}, {"--quick", "--device", "5"},
+                          {"--quick", "--random-mib", "1K"}, {"--quick", "--copy-mib", "1K"}, {"--copy-mib", "100"}});
+  check_each_without_gpu(WORKBOOK_BENCH_PROGRAM, "tensor_transfer_bench",
+                         {{"--quick", "--device", "cuda:0"}, {"--quick", "--random-mib", "1K"},
+                          {"--quick", "--max-mib", "128"}});
 }
 
 // ---------------------------------------------------------------------------------- gpu
+
+namespace {
+
+// What a round trip through the GPU uses: a stream, host source and destination of one memory
+// kind, and two device buffers, all of `bytes` (the raw copies and the lesson's round trip alike).
+struct RoundTripBuffers {
+  RoundTripBuffers(std::size_t bytes, HostMemory kind) : src(bytes, kind), dst(bytes, kind), d_a(bytes), d_b(bytes) {}
+  workbook::Stream stream;
+  HostBuffer src, dst;
+  workbook::DeviceBuffer<std::byte> d_a, d_b;
+};
+
+}  // namespace
 
 TEST_CASE("raw copies round-trip bit-exact for every host memory kind at boundary sizes", "[gpu]") {
   require_gpus(1);
   const HostMemory kind = GENERATE(HostMemory::kPageable, HostMemory::kPinned, HostMemory::kRegistered);
   const std::size_t bytes = GENERATE(std::size_t{0}, 1, 4095, 4096, 4097, 3 * kMiB + 17);
   CAPTURE(host_memory_name(kind), bytes);
-  workbook::Stream stream;
-  HostBuffer src(bytes, kind), dst(bytes, kind);
-  workbook::DeviceBuffer<std::byte> d_a(bytes), d_b(bytes);
-  fill_pattern(src.data(), bytes, bytes + 11);
+  RoundTripBuffers b(bytes, kind);
+  fill_pattern(b.src.data(), bytes, bytes + 11);
   if (bytes > 0) {  // a zero-byte copy has no buffers to name; the tensor case below covers it
-    std::memset(dst.data(), 0xA5, bytes);
-    CUDA_CHECK(cudaMemcpyAsync(d_a.data(), src.data(), bytes, cudaMemcpyHostToDevice, stream.get()));
-    CUDA_CHECK(cudaMemcpyAsync(d_b.data(), d_a.data(), bytes, cudaMemcpyDeviceToDevice, stream.get()));
-    CUDA_CHECK(cudaMemcpyAsync(dst.data(), d_b.data(), bytes, cudaMemcpyDeviceToHost, stream.get()));
-    stream.synchronize();
+    std::memset(b.dst.data(), 0xA5, bytes);
+    CUDA_CHECK(cudaMemcpyAsync(b.d_a.data(), b.src.data(), bytes, cudaMemcpyHostToDevice, b.stream.get()));
+    CUDA_CHECK(cudaMemcpyAsync(b.d_b.data(), b.d_a.data(), bytes, cudaMemcpyDeviceToDevice, b.stream.get()));
+    CUDA_CHECK(cudaMemcpyAsync(b.dst.data(), b.d_b.data(), bytes, cudaMemcpyDeviceToHost, b.stream.get()));
+    b.stream.synchronize();
   }
-  CHECK(same_bytes(dst.data(), src.data(), bytes));
+  CHECK(same_bytes(b.dst.data(), b.src.data(), bytes));
 }
 
 TEST_CASE("tensor round trips host -> GPU -> host are bit-exact, pageable and pinned", "[gpu]") {
@@ -385,13 +383,11 @@ TEST_CASE("the lesson's round trip finds every byte, and time_copy times each di
   const HostMemory kind = GENERATE(HostMemory::kPageable, HostMemory::kPinned, HostMemory::kRegistered);
   const std::size_t bytes = GENERATE(std::size_t{1}, 4095, 4097, 3 * kMiB + 17);
   CAPTURE(host_memory_name(kind), bytes);
-  workbook::Stream stream;
-  HostBuffer src(bytes, kind), dst(bytes, kind);
-  workbook::DeviceBuffer<std::byte> d_a(bytes), d_b(bytes);
-  fill_pattern(src.data(), bytes, bytes + 3);
-  CHECK(round_trip_exact(src, dst, bytes, d_a.data(), d_b.data(), stream.get()));
-  CHECK(same_bytes(dst.data(), src.data(), bytes));
-  const workbook::Stats t = time_copy(d_a.data(), src.data(), bytes, cudaMemcpyHostToDevice, stream.get(), {1, 4});
+  RoundTripBuffers b(bytes, kind);
+  fill_pattern(b.src.data(), bytes, bytes + 3);
+  CHECK(round_trip_exact(b.src, b.dst, bytes, b.d_a.data(), b.d_b.data(), b.stream.get()));
+  CHECK(same_bytes(b.dst.data(), b.src.data(), bytes));
+  const workbook::Stats t = time_copy(b.d_a.data(), b.src.data(), bytes, cudaMemcpyHostToDevice, b.stream.get(), {1, 4});
   CHECK(t.count == 4);
   CHECK(t.min <= t.median);
   CHECK(t.median > 0.0);
@@ -402,13 +398,11 @@ TEST_CASE("tensor_transfer --quick --json: every step checked, then timed, in on
   const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick", "--json", path});
   skip_if_no_gpu(r);
   CAPTURE(r.out, r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK(last_line(r.out) == "PASS");
+  require_pass(r);
   CHECK_THAT(r.out, ContainsSubstring("device cpu, get_device() -1") && ContainsSubstring("get_device() 0") &&
                         ContainsSubstring("round trips of 0, 1, 4095, 4096, 4097 and 1000003 bytes bit-exact: yes") &&
                         ContainsSubstring("cudaMalloc of 2 x 16 MiB: free fell by"));
-  const nlohmann::json j = read_json(path);
-  std::remove(path.c_str());
+  const nlohmann::json j = take_json(path);
   CHECK(j["program"] == "tensor_transfer");
   CHECK(j["passed"] == true);
 
@@ -441,10 +435,8 @@ TEST_CASE("tensor_transfer_bench --quick --json writes every field the plot read
   const ProgramResult r = run_program({WORKBOOK_BENCH_PROGRAM, "--quick", "--json", path});
   skip_if_no_gpu(r);
   CAPTURE(r.out, r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK(last_line(r.out) == "PASS");
-  const nlohmann::json j = read_json(path);
-  std::remove(path.c_str());
+  require_pass(r);
+  const nlohmann::json j = take_json(path);
 
   CHECK(j["program"] == "tensor_transfer_bench");
   CHECK(j["passed"] == true);
@@ -493,10 +485,8 @@ TEST_CASE("pytorch_transfer.py --quick runs and writes the same JSON fields", "[
   const ProgramResult r =
       run_program({WORKBOOK_PYTHON, std::string(WORKBOOK_CHAPTER_DIR) + "/pytorch_transfer.py", "--quick", "--json", path});
   CAPTURE(r.out, r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK(last_line(r.out) == "PASS");
-  const nlohmann::json j = read_json(path);
-  std::remove(path.c_str());
+  require_pass(r);
+  const nlohmann::json j = take_json(path);
   CHECK(j["program"] == "pytorch_transfer");
   for (const char* field : {"device", "tensor", "random_tensor", "bandwidth", "pinning", "non_blocking", "memory"}) {
     CAPTURE(field);

@@ -12,6 +12,7 @@
 
 #include "device_buffer.h"
 #include "gpu_support.h"
+#include "program_checks.h"
 #include "run_program.h"
 
 #include <catch2/catch_approx.hpp>
@@ -135,20 +136,6 @@ TEST_CASE("transform_cpu: y <- decay * y + x, one rounding per step") {
   for (std::size_t i = 0; i < in.size(); ++i) CHECK(out[i] == transform_cpu(in[i], 10));
 }
 
-namespace {
-
-void check_usage_error(const std::string& program, const std::vector<std::string>& args, const std::string& message) {
-  std::vector<std::string> argv{program};
-  argv.insert(argv.end(), args.begin(), args.end());
-  CAPTURE(argv);
-  const ProgramResult r = run_program(argv);
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, ContainsSubstring(message));
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-}
-
-}  // namespace
-
 TEST_CASE("flags: bad values exit 2 with a one-line reason, before any CUDA call") {
   const auto [args, message] = GENERATE(table<std::vector<std::string>, std::string>({
       {{"--streams", "1,0"}, "--streams must be at least 1, got 0"},
@@ -171,7 +158,7 @@ TEST_CASE("flags: bad values exit 2 with a one-line reason, before any CUDA call
       {{"--device", "cuda:x"}, "--device must be N, cuda or cuda:N"},
       {{"--no-such-flag"}, "--no-such-flag"},
   }));
-  check_usage_error(WORKBOOK_PROGRAM, args, message);
+  check_one_line(with_args({WORKBOOK_PROGRAM}, args), 2, ContainsSubstring(message));
 }
 
 TEST_CASE("bench flags: bad values exit 2 with a one-line reason, before any CUDA call") {
@@ -188,7 +175,7 @@ TEST_CASE("bench flags: bad values exit 2 with a one-line reason, before any CUD
       {{"--streams", "2"}, "--streams"},  // the lesson's table of K, not the bench's
       {{"--device", "cuda:x"}, "--device must be N, cuda or cuda:N"},
   }));
-  check_usage_error(WORKBOOK_BENCH_PROGRAM, args, message);
+  check_one_line(with_args({WORKBOOK_BENCH_PROGRAM}, args), 2, ContainsSubstring(message));
 }
 
 TEST_CASE("flags: K and M sizes and every device form are accepted; without a GPU that is exit 77") {
@@ -196,22 +183,12 @@ TEST_CASE("flags: K and M sizes and every device form are accepted; without a GP
                              std::vector<std::string>{"--chunk-elements", "1M", "--chunks", "8"},
                              std::vector<std::string>{"--streams", "1,2", "--device", "cuda:0"},
                              std::vector<std::string>{"--device", "cuda"}, std::vector<std::string>{"--device", "3"});
-  std::vector<std::string> argv{WORKBOOK_PROGRAM, "--quick"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  CAPTURE(argv);
-  const ProgramResult r = run_program(argv, {{"CUDA_VISIBLE_DEVICES", ""}});
-  CHECK(r.exit_code == 77);
-  CHECK_THAT(r.err, StartsWith("streams_events needs a CUDA GPU: "));
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  check_no_gpu(with_args({WORKBOOK_PROGRAM, "--quick"}, args), "streams_events");
 }
 
 TEST_CASE("bench flags: without a GPU the bench exits 77 with one line") {
-  const ProgramResult r =
-      run_program({WORKBOOK_BENCH_PROGRAM, "--quick", "--trace-streams", "3", "--chunk-elements", "64K"},
-                  {{"CUDA_VISIBLE_DEVICES", ""}});
-  CHECK(r.exit_code == 77);
-  CHECK_THAT(r.err, StartsWith("streams_events_bench needs a CUDA GPU: "));
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  check_no_gpu({WORKBOOK_BENCH_PROGRAM, "--quick", "--trace-streams", "3", "--chunk-elements", "64K"},
+               "streams_events_bench");
 }
 
 TEST_CASE("flags: --help exits 0 and names the chapter's flags") {
@@ -282,8 +259,7 @@ TEST_CASE("the program: identical results for every K, ordering check clean, PAS
   const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick", "--streams", "1,2,3,4,8", "--json", json});
   skip_if_no_gpu(r);
   INFO(r.out << r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK(last_line(r.out) == "PASS");
+  require_pass(r);
   const nlohmann::json j = read_json(json);
   REQUIRE(j["pipeline"].size() == 5);
   for (const auto& p : j["pipeline"]) {
@@ -381,8 +357,7 @@ TEST_CASE("bench trace flag: one event per operation and one track per stream", 
       {WORKBOOK_BENCH_PROGRAM, "--quick", "--chunks", "5", "--trace", trace, "--trace-streams", "3", "--json", json});
   skip_if_no_gpu(r);
   INFO(r.out << r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK(last_line(r.out) == "PASS");
+  require_pass(r);
   const nlohmann::json summary = read_json(json);
   CHECK(summary["trace"]["operations"] == 2 * 3 * 5);
   REQUIRE(summary["tracks"].size() == 5);
@@ -414,8 +389,7 @@ TEST_CASE("pytorch_streams.py --quick runs and writes the C++ program's JSON fie
   const ProgramResult r =
       run_program({WORKBOOK_PYTHON, std::string(WORKBOOK_CHAPTER_DIR) + "/pytorch_streams.py", "--quick", "--json", json});
   INFO(r.out << r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK(last_line(r.out) == "PASS");
+  require_pass(r);
   const nlohmann::json pt = read_json(json);
   CHECK(pt["passed"] == true);
   for (const auto& p : pt["pipeline"]) CHECK(p["bit_identical"] == true);

@@ -4,6 +4,7 @@
 #include "gpu_support.h"
 #include "linear_regression.h"
 #include "minibatch.h"
+#include "program_checks.h"
 #include "regression_support.h"
 #include "exit_codes.h"
 #include "stream.h"
@@ -153,8 +154,7 @@ TEST_CASE("divergence at lr = 1.0 is caught at the same epoch by the reference a
 TEST_CASE("program --device cpu: PASS, JSON with the PyTorch script's fields") {
   const std::string json = temp_path("cpu.json");
   const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--device", "cpu", "--quick", "--json", json});
-  REQUIRE(r.exit_code == 0);
-  CHECK(last_line(r.out) == "PASS");
+  require_pass(r);
   CHECK_THAT(r.out, ContainsSubstring("epoch   10  loss"));
   const nlohmann::json j = read_json(json);
   for (const char* key : {"w", "b", "test_mse", "losses", "ms", "min_ms", "max_ms", "points", "epochs", "lr"}) {
@@ -169,8 +169,7 @@ TEST_CASE("program --device cpu: PASS, JSON with the PyTorch script's fields") {
 TEST_CASE("bench --device cpu: each step's time per epoch, checked first") {
   const std::string json = temp_path("cpu_steps.json");
   const ProgramResult r = run_program({WORKBOOK_BENCH_PROGRAM, "--device", "cpu", "--quick", "--json", json});
-  REQUIRE(r.exit_code == 0);
-  CHECK(last_line(r.out) == "PASS");
+  require_pass(r);
   CHECK_THAT(r.out, ContainsSubstring("checked against the float64 reference"));
   const nlohmann::json steps = read_json(json)["steps"];
   REQUIRE(steps.size() == 5);
@@ -184,12 +183,7 @@ TEST_CASE("bench --device cpu: each step's time per epoch, checked first") {
   CHECK(diverged.exit_code == 1);
   CHECK_THAT(last_line(diverged.out), StartsWith("FAIL: diverged at epoch"));
   for (const std::vector<std::string>& args : {std::vector<std::string>{"--points", "1"}, {"--device", "gpu"}, {"--sweep"}}) {
-    std::vector<std::string> argv{WORKBOOK_BENCH_PROGRAM};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const ProgramResult bad = run_program(argv);
-    CAPTURE(args, bad.err);
-    CHECK(bad.exit_code == 2);
-    CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+    check_one_line(with_args({WORKBOOK_BENCH_PROGRAM}, args), 2);
   }
 }
 
@@ -199,13 +193,7 @@ TEST_CASE("program: bad input is one line and exit 2, divergence is exit 1 witho
         {"--lr", "inf"}, {"--seed", "-1"}, {"--noise", "-1"}, {"--device", "gpu"}, {"--points", "x"}, {"--points", "50X"},
         {"--points", "5.5M"}, {"--points", "-5"}, {"--device", "cuda:"}, {"--device", "-1"}, {"--device", "CPU"},
         {"--device", "0x1"}}) {
-    std::vector<std::string> argv{WORKBOOK_PROGRAM};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const ProgramResult r = run_program(argv);
-    CAPTURE(args, r.err);
-    CHECK(r.exit_code == 2);
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-    CHECK(r.out.empty());
+    check_one_line(with_args({WORKBOOK_PROGRAM}, args), 2, Stdout::kEmpty);
   }
   const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--device", "cpu", "--lr", "1.0"});
   CHECK(r.exit_code == 1);
@@ -216,20 +204,12 @@ TEST_CASE("program: bad input is one line and exit 2, divergence is exit 1 witho
 }
 
 TEST_CASE("program without a usable GPU exits 77 with one line") {
-  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick"}, {{"CUDA_VISIBLE_DEVICES", ""}});
-  CHECK(r.exit_code == 77);
-  CHECK(r.out.empty());
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  check_no_gpu({WORKBOOK_PROGRAM, "--quick"}, Stdout::kEmpty);
 }
 
 TEST_CASE("program: the device flag takes N, cuda and cuda:N as every chapter does, and cpu") {
   for (const char* device : {"0", "3", "cuda", "cuda:0", "cuda:3"}) {
-    const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick", "--device", device, "--points", "50K"},
-                                        {{"CUDA_VISIBLE_DEVICES", ""}});
-    CAPTURE(device, r.err);
-    CHECK(r.exit_code == 77);
-    CHECK_THAT(r.err, StartsWith("linear_regression needs a CUDA GPU: "));
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    check_no_gpu({WORKBOOK_PROGRAM, "--quick", "--device", device, "--points", "50K"}, "linear_regression");
   }
   const ProgramResult gpu = run_program({WORKBOOK_PROGRAM, "--device", "gpu"});
   CHECK_THAT(gpu.err, StartsWith("error: --device must be cpu, N, cuda or cuda:N (e.g. 0 or cuda:1), got 'gpu'"));
@@ -316,22 +296,17 @@ TEST_CASE("program on the GPU: PASS, divergence, out-of-memory and bad index", "
   CHECK_FALSE(Catch::Matchers::ContainsSubstring("nan").match(diverged.out));
 
   for (const char* points : {"100000000000", "100G", "9223372036854775807"}) {  // the last overflows a byte count
-    const ProgramResult huge = run_program({WORKBOOK_PROGRAM, "--points", points});
-    CAPTURE(points, huge.err);
-    CHECK(huge.exit_code == 1);
-    CHECK_THAT(huge.err, StartsWith("error: --points ") && ContainsSubstring(" needs ") &&
-                             ContainsSubstring("MiB are free on device 0"));
-    CHECK_FALSE(ContainsSubstring(".cu:").match(huge.err));
-    CHECK(std::count(huge.err.begin(), huge.err.end(), '\n') == 1);
-    CHECK(huge.out.empty());
+    CAPTURE(points);  // for the check after the helper's
+    const ProgramResult huge = check_one_line({WORKBOOK_PROGRAM, "--points", points}, 1,
+                                              StartsWith("error: --points ") && ContainsSubstring(" needs ") &&
+                                                  ContainsSubstring("MiB are free on device 0"),
+                                              Stdout::kEmpty);
+    CHECK_THAT(huge.err, !ContainsSubstring(".cu:"));  // a reason, not a source location
   }
 
   for (const char* index : {"cuda:99", "99"}) {
-    const ProgramResult bad = run_program({WORKBOOK_PROGRAM, "--device", index, "--quick"});
-    CAPTURE(index, bad.err);
-    CHECK(bad.exit_code == 2);
-    CHECK_THAT(bad.err, StartsWith("error: --device 99: cudaErrorInvalidDevice: invalid device ordinal; this machine has "));
-    CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+    check_one_line({WORKBOOK_PROGRAM, "--device", index, "--quick"}, 2,
+                   StartsWith("error: --device 99: cudaErrorInvalidDevice: invalid device ordinal; this machine has "));
   }
 }
 
@@ -462,15 +437,10 @@ TEST_CASE("mini-batch references: one batch is full-batch SGD; float32 twin with
 
 TEST_CASE("program on the CPU: a data set larger than the host's memory is one line and exit 1, before allocating") {
   for (const std::vector<std::string>& args : {std::vector<std::string>{"--device", "cpu"}, {"--device", "cpu", "--batch-size", "64M"}}) {
-    std::vector<std::string> argv{WORKBOOK_PROGRAM, "--points", "100G"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const ProgramResult r = run_program(argv);
-    CAPTURE(args, r.out, r.err);
-    CHECK(r.exit_code == 1);
-    CHECK_THAT(r.err, StartsWith("error: --points 100000000000 (the data set on the host) needs ") &&
-                          ContainsSubstring(" of host memory, but only "));
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-    CHECK(r.out.empty());  // refused before the report starts
+    check_one_line(with_args({WORKBOOK_PROGRAM, "--points", "100G"}, args), 1,
+                   StartsWith("error: --points 100000000000 (the data set on the host) needs ") &&
+                       ContainsSubstring(" of host memory, but only "),
+                   Stdout::kEmpty);  // refused before the report starts
   }
 }
 
@@ -489,12 +459,7 @@ TEST_CASE("program, mini-batches on the CPU: checked against the batch-order ref
        {std::vector<std::string>{"--batch-size", "0"}, {"--batch-size", "16009"}, {"--shuffle"}, {"--fill-threads", "2"},
         {"--batch-size", "1", "--epochs", "1000"}, {"--batch-size", "64", "--fill-threads", "0"},
         {"--batch-size", "64", "--fill-threads", "100000"}, {"--epochs", "2147483647"}}) {
-    std::vector<std::string> argv{WORKBOOK_PROGRAM, "--device", "cpu", "--quick"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const ProgramResult bad = run_program(argv);
-    CAPTURE(args, bad.err);
-    CHECK(bad.exit_code == 2);
-    CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+    check_one_line(with_args({WORKBOOK_PROGRAM, "--device", "cpu", "--quick"}, args), 2);
   }
 }
 
@@ -583,12 +548,7 @@ TEST_CASE("bench --batch-sizes, --sync-every and --trace: refused on the CPU, to
         {"--batch-sizes", "4K", "--trace", ""}, {"--batch-sizes", "4K", "--trace"},
         {"--batch-sizes", "4K", "--trace", "/no/such/folder/t.json"}, {"--batch-sizes", "4K", "--trace", "."},
         {"--json", "."}}) {
-    std::vector<std::string> argv{WORKBOOK_BENCH_PROGRAM, "--quick"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const ProgramResult bad = run_program(argv);
-    CAPTURE(args, bad.err);
-    CHECK(bad.exit_code == 2);
-    CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+    check_one_line(with_args({WORKBOOK_BENCH_PROGRAM, "--quick"}, args), 2);
   }
 }
 
@@ -613,8 +573,7 @@ TEST_CASE("bench --trace on the GPU: each pipeline's copies and steps on its str
       {WORKBOOK_BENCH_PROGRAM, "--quick", "--batch-sizes", "1000", "--shuffle", "--trace", trace, "--json", json});
   skip_if_no_gpu(r);
   CAPTURE(r.out, r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK(last_line(r.out) == "PASS");
+  require_pass(r);
   constexpr std::size_t kTraced = 8;
   struct Op {
     std::string name, category;

@@ -10,6 +10,7 @@
 #include "exit_codes.h"
 #include "fused_kernels.h"
 #include "gpu_support.h"
+#include "program_checks.h"
 #include "regression_problem.h"
 #include "regression_support.h"
 #include "stream.h"
@@ -47,6 +48,15 @@ std::string refusal(const std::function<void()>& f) {
     return e.what();
   }
   return "accepted";
+}
+
+// The variants this GPU runs, in ladder order (7 needs clusters, 8 room on chip): the cases skip the rest.
+std::vector<Variant> supported_variants(const FusedTraining& gpu) {
+  std::vector<Variant> supported;
+  for (Variant v : all_variants()) {
+    if (gpu.supports(v)) supported.push_back(v);
+  }
+  return supported;
 }
 
 }  // namespace
@@ -217,15 +227,7 @@ namespace {
 
 // Runs `program` with each argument list; every one must be refused with one line and exit 2.
 void check_usage_errors(const char* program, const std::vector<std::vector<std::string>>& cases) {
-  for (const std::vector<std::string>& args : cases) {
-    std::vector<std::string> argv{program};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const ProgramResult r = run_program(argv);
-    CAPTURE(args, r.err);
-    CHECK(r.exit_code == 2);
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-    CHECK(r.out.empty());
-  }
+  for (const std::vector<std::string>& args : cases) check_one_line(with_args({program}, args), 2, Stdout::kEmpty);
 }
 
 }  // namespace
@@ -249,28 +251,17 @@ TEST_CASE("programs: --help, bad input is one line and exit 2, no GPU is exit 77
                       {"--sweep", "--sizes", ""}, {"--sweep", "--csv", ""}, {"--breakdown", "--csv", "x.csv"}, {"--bogus"},
                       {"--device", "cpu"}, {"--seed", "-1"}, {"--trace", "/no/such/folder/t.json"}, {"--trace", "."},
                       {"--sweep", "--csv", "/no/such/folder/s.csv"}, {"--sweep", "--csv", "."}, {"--json", "."}});
-  for (const char* program : {WORKBOOK_PROGRAM, WORKBOOK_BENCH_PROGRAM}) {
-    const ProgramResult none = run_program({program, "--quick"}, {{"CUDA_VISIBLE_DEVICES", ""}});
-    CAPTURE(program);
-    CHECK(none.exit_code == 77);
-    CHECK(std::count(none.err.begin(), none.err.end(), '\n') == 1);
-  }
+  for (const char* program : {WORKBOOK_PROGRAM, WORKBOOK_BENCH_PROGRAM}) check_no_gpu({program, "--quick"});
 }
 
 TEST_CASE("program: the README's sizes (50K, 5M) and every device form are accepted; no GPU is exit 77") {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--points", "50K"}, {"--points", "5M", "--variant", "4"}, {"--device", "cuda:0"},
         {"--device", "cuda"}, {"--device", "2"}, {"--copy-mib", "1K"}}) {
-    std::vector<std::string> argv{WORKBOOK_PROGRAM, "--quick"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const ProgramResult r = run_program(argv, {{"CUDA_VISIBLE_DEVICES", ""}});
-    CAPTURE(args, r.err);
-    CHECK(r.exit_code == 77);
-    CHECK_THAT(r.err, StartsWith("fused_kernels needs a CUDA GPU: "));
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    check_no_gpu(with_args({WORKBOOK_PROGRAM, "--quick"}, args), "fused_kernels");
   }
-  const ProgramResult sweep = run_program({WORKBOOK_BENCH_PROGRAM, "--quick", "--sweep", "--sizes", "500,5K,2"},
-                                          {{"CUDA_VISIBLE_DEVICES", ""}});
+  const ProgramResult sweep =
+      run_program({WORKBOOK_BENCH_PROGRAM, "--quick", "--sweep", "--sizes", "500,5K,2"}, without_gpus());
   CHECK(sweep.exit_code == 77);
   CHECK_THAT(sweep.err, StartsWith("fused_kernels_bench needs a CUDA GPU: "));
 }
@@ -290,8 +281,7 @@ TEST_CASE("every variant matches the reference at boundary sizes; 3-8 rerun bit-
   Stream stream;
   FusedTraining gpu(config, stream.get());
   const TrainingResult want = regression::train_reference(gpu.copy_dataset(), config);
-  for (Variant v : all_variants()) {
-    if (!gpu.supports(v)) continue;
+  for (Variant v : supported_variants(gpu)) {
     CAPTURE(variant_name(v));
     const TrainingResult got = gpu.train(v);
     require_matches_reference(got, want);
@@ -315,8 +305,7 @@ TEST_CASE("every variant diverges at the reference's epoch with lr 1.0", "[gpu]"
   FusedTraining gpu(config, stream.get());
   const TrainingResult want = regression::train_reference(gpu.copy_dataset(), config);
   REQUIRE(want.diverged_at);
-  for (Variant v : all_variants()) {
-    if (!gpu.supports(v)) continue;
+  for (Variant v : supported_variants(gpu)) {
     CAPTURE(variant_name(v));
     const TrainingResult got = gpu.train(v);
     REQUIRE(got.diverged_at);
@@ -431,13 +420,10 @@ TEST_CASE("programs on the GPU: the lesson, the bench's sweep and breakdown, PAS
   CHECK(run_program({WORKBOOK_PROGRAM, "--device", "cuda:99", "--quick"}).exit_code == 2);
 
   // More points than the GPU holds: one line before any allocation, not a cudaMalloc error.
-  const ProgramResult huge = run_program({WORKBOOK_PROGRAM, "--points", "100G", "--variant", "4"});
-  CAPTURE(huge.err);
-  CHECK(huge.exit_code == 1);
-  CHECK_THAT(huge.err, StartsWith("error: --points 100000000000 with --copy-mib 1024 needs ") &&
-                           ContainsSubstring("MiB are free on device 0"));
-  CHECK_FALSE(ContainsSubstring(".cu:").match(huge.err));
-  CHECK(std::count(huge.err.begin(), huge.err.end(), '\n') == 1);
+  const ProgramResult huge = check_one_line({WORKBOOK_PROGRAM, "--points", "100G", "--variant", "4"}, 1,
+                                            StartsWith("error: --points 100000000000 with --copy-mib 1024 needs ") &&
+                                                ContainsSubstring("MiB are free on device 0"));
+  CHECK_THAT(huge.err, !ContainsSubstring(".cu:"));  // a reason, not a source location
 }
 
 TEST_CASE("bench --trace: a Chrome trace with one event per recorded op, variant 6 joined before its update",
@@ -447,8 +433,7 @@ TEST_CASE("bench --trace: a Chrome trace with one event per recorded op, variant
   const ProgramResult r = run_program({WORKBOOK_BENCH_PROGRAM, "--quick", "--trace", trace, "--json", json});
   skip_if_no_gpu(r);
   CAPTURE(r.out, r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK(last_line(r.out) == "PASS");
+  require_pass(r);
   const TraceLayout layout = trace_layout(all_variants());
   const nlohmann::json t = read_json(trace);
   std::map<int, std::string> names;
@@ -517,12 +502,9 @@ TEST_CASE("PyTorch eager, graph replay and torch.compile match the float64 refer
 
 TEST_CASE("program: a malformed WORKBOOK_PRETEND_COMPUTE_CAPABILITY is one line and exit 2") {
   for (const char* bad : {"eight", "8", "8.0.1", "9,0"}) {
-    const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick"}, {{kPretendCapabilityVariable, bad}});
-    CAPTURE(bad, r.err);
-    CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, StartsWith("error: WORKBOOK_PRETEND_COMPUTE_CAPABILITY must be MAJOR.MINOR"));
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-    CHECK(r.out.empty());
+    check_one_line({WORKBOOK_PROGRAM, "--quick"}, 2,
+                   StartsWith("error: WORKBOOK_PRETEND_COMPUTE_CAPABILITY must be MAJOR.MINOR"), Stdout::kEmpty,
+                   {{kPretendCapabilityVariable, bad}});
   }
 }
 
@@ -584,8 +566,7 @@ TEST_CASE("program on an older GPU: variant 7 skipped with its reason in text an
       run_program({WORKBOOK_PROGRAM, "--quick", "--json", json}, {{kPretendCapabilityVariable, pretend}});
   skip_if_no_gpu(r);
   CAPTURE(r.out, r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK(last_line(r.out) == "PASS");
+  require_pass(r);
   // The table's row of variant 7: its number and name, then the reason in place of the numbers.
   const std::size_t at = r.out.find("  7  persistent ");
   REQUIRE(at != std::string::npos);
@@ -624,8 +605,7 @@ TEST_CASE("sweep on an older GPU: no variant 7 rows, the skip said once, every o
                                       {{kPretendCapabilityVariable, pretend}});
   skip_if_no_gpu(r);
   CAPTURE(r.out, r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK(last_line(r.out) == "PASS");
+  require_pass(r);
   CHECK_THAT(r.out, ContainsSubstring(std::string("  7 persistent skipped: ") + kClusterReason));
   const nlohmann::json s = read_json(json);
   CHECK(s["rows"].size() == 3 * 7);  // 3 sizes x variants 1-6 and 8 (cooperative launch needs no cc 9.0)

@@ -14,6 +14,7 @@
 #include "harness/exchange.h"
 #include "exit_codes.h"
 #include "gpu_support.h"
+#include "program_checks.h"
 #include "harness/launcher.h"
 #include "harness/mpi_bootstrap.h"
 #include "harness/nccl_comm.h"
@@ -95,6 +96,14 @@ nlohmann::json run_json(const char* program, std::vector<std::string> args, Prog
   CAPTURE(r.out, r.err);
   REQUIRE(r.exit_code == 0);
   return read_json(path);
+}
+
+// The problem of the one-GPU cases that compare with single_gpu bit for bit: 300001 points, 30 epochs.
+regression::Config single_gpu_bits_problem() {
+  regression::Config c;
+  c.points = 300'001;
+  c.epochs = 30;
+  return c;
 }
 
 // The lesson's report of a run (dp, or rank 0 of ddp): passed (bit-identical ranks, the float64
@@ -571,14 +580,7 @@ TEST_CASE("programs: usage errors are exit 2 with a one-line reason") {
   };
   for (const auto& [program, cases] : {std::pair{WORKBOOK_PROGRAM, lesson_cases}, std::pair{WORKBOOK_BENCH_PROGRAM, bench_cases}}) {
     for (const auto& [args, message] : cases) {
-      std::vector<std::string> argv{program};
-      argv.insert(argv.end(), args.begin(), args.end());
-      const ProgramResult r = run_program(argv, {{"CUDA_VISIBLE_DEVICES", ""}});
-      CAPTURE(program, args, r.err);
-      CHECK(r.exit_code == 2);
-      CHECK_THAT(r.err, StartsWith("error: ") && ContainsSubstring(message));
-      CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-      CHECK(r.out.empty());
+      check_usage_error(with_args({program}, args), message, Stdout::kEmpty, without_gpus());
     }
   }
   const ProgramResult help = run_program({WORKBOOK_PROGRAM, "--help"});
@@ -603,13 +605,8 @@ TEST_CASE("programs: sizes with K, M and G and every device form are accepted; n
            {WORKBOOK_BENCH_PROGRAM, {"scaling", "--strong", "200K,2M", "--weak", "1M"}},
            {WORKBOOK_BENCH_PROGRAM,
             {"ddp", "--nproc", "2", "--fault-rank", "1", "--fault-signal", "stop", "--fault-after-s", "0.5"}}}) {
-    std::vector<std::string> argv{program, "--quick"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const ProgramResult r = run_program(argv, {{"CUDA_VISIBLE_DEVICES", ""}});
-    CAPTURE(program, args, r.err);
-    CHECK(r.exit_code == 77);
-    CHECK_THAT(r.err, ContainsSubstring(" needs a CUDA GPU: "));
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    check_one_line(with_args({program, "--quick"}, args), 77, ContainsSubstring(" needs a CUDA GPU: "), Stdout::kAny,
+                   without_gpus());
   }
 }
 
@@ -645,27 +642,21 @@ TEST_CASE("more points or bytes than a GPU holds: one line naming the flag, exit
            {WORKBOOK_PROGRAM, {"dp", "--gpus", "1", "--points", "60000000000"}},
            {WORKBOOK_BENCH_PROGRAM, {"ddp", "--nproc", "1", "--points", "60G"}},
            {WORKBOOK_BENCH_PROGRAM, {"topology", "--gpus", "1", "--copy-mib", "1000000"}}}) {
-    std::vector<std::string> argv{program};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const ProgramResult r = run_program(argv);
-    CAPTURE(args, r.err);
-    CHECK(r.exit_code == 1);
-    CHECK_THAT(r.err, StartsWith("error: --") && ContainsSubstring(" needs ") &&
-                          ContainsSubstring(" MiB of GPU memory, but only ") && ContainsSubstring("are free on device 0"));
-    CHECK_FALSE(ContainsSubstring(".cu:").match(r.err));
-    CHECK_FALSE(ContainsSubstring(".cpp:").match(r.err));
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CAPTURE(program, args);  // for the checks after the helper's
+    const ProgramResult r = check_one_line(with_args({program}, args), 1,
+                                           StartsWith("error: --") && ContainsSubstring(" needs ") &&
+                                               ContainsSubstring(" MiB of GPU memory, but only ") &&
+                                               ContainsSubstring("are free on device 0"));
+    CHECK_THAT(r.err, !ContainsSubstring(".cu:"));  // a reason, not a source location
+    CHECK_THAT(r.err, !ContainsSubstring(".cpp:"));
   }
 }
 
 TEST_CASE("a device index that does not exist is exit 2 naming the devices that do", "[gpu]") {
   require_gpus(1);
   for (const char* index : {"99", "cuda:99"}) {
-    const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick", "--device", index});
-    CAPTURE(index, r.err);
-    CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, StartsWith("error: --device 99: cudaErrorInvalidDevice: invalid device ordinal; this machine has "));
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    check_one_line({WORKBOOK_PROGRAM, "--quick", "--device", index}, 2,
+                   StartsWith("error: --device 99: cudaErrorInvalidDevice: invalid device ordinal; this machine has "));
   }
 }
 
@@ -683,9 +674,7 @@ TEST_CASE("bench ddp --json: stdout is one JSON object (the ranks' reports go to
 TEST_CASE("one rank of the DataParallel analog gives the single-GPU bits", "[gpu]") {
   require_gpus(1);
   CUDA_CHECK(cudaSetDevice(0));
-  regression::Config c;
-  c.points = 300'001;
-  c.epochs = 30;
+  const regression::Config c = single_gpu_bits_problem();
   const ParallelRun run = train_data_parallel(make_problem(c), {0}, 1);
   std::string why;
   const auto single = single_gpu(c, &why);
@@ -728,9 +717,7 @@ TEST_CASE("one GPU: a replica's three sums match their CPU twin on uneven shards
 TEST_CASE("one GPU: --exchange one_shot and nccl_symmetric give the single-GPU bits (the mailbox is local)", "[gpu]") {
   require_gpus(1);
   CUDA_CHECK(cudaSetDevice(0));
-  regression::Config c;
-  c.points = 300'001;
-  c.epochs = 30;
+  const regression::Config c = single_gpu_bits_problem();
   std::string why;
   const auto single = single_gpu(c, &why);
   REQUIRE(single);
@@ -778,12 +765,9 @@ TEST_CASE("on chip, one GPU: the float64 reference, the same bits on a rerun; ab
   require_training_passed(ddp["ddp"]["rank0"], 1);
   CHECK(ddp["ddp"]["rank0"]["ranks"][0]["w"] == a["ranks"][0]["w"]);
   // 20M points train on 16M: 128 MB, more than any GPU of today holds on chip.
-  const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--gpus", "1", "--on-chip", "--points", "20M", "--epochs", "1"});
-  CAPTURE(r.out, r.err);
-  CHECK(r.exit_code == 1);
-  CHECK_THAT(r.err, StartsWith("error: GPU 0's shard does not fit on chip: 128.0 MB needed, ") &&
-                        ContainsSubstring(" MB available"));
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  check_one_line({WORKBOOK_PROGRAM, "--gpus", "1", "--on-chip", "--points", "20M", "--epochs", "1"}, 1,
+                 StartsWith("error: GPU 0's shard does not fit on chip: 128.0 MB needed, ") &&
+                     ContainsSubstring(" MB available"));
 }
 
 TEST_CASE("one-shot kernels on one GPU: two mailboxes add in rank order; a missing rank is named; abort ends a wait",
@@ -801,6 +785,13 @@ TEST_CASE("one-shot kernels on one GPU: two mailboxes add in rank order; a missi
     std::vector<float> v(d.size());
     CUDA_CHECK(cudaMemcpy(v.data(), d.data(), d.bytes(), cudaMemcpyDeviceToHost));
     return v;
+  };
+  // Rank 0 of two, alone (rank 1 never publishes): its sums published, its gather waiting for rank 1's.
+  auto start_waiting_alone = [&](OneShotMailbox& a, const OneShotMailbox& b, const DeviceBuffer<float>& in,
+                                 DeviceBuffer<float>& out) {
+    a.connect({a.local(), b.local()});
+    launch_one_shot_publish(in.data(), a, st);
+    launch_one_shot_gather(in.data(), out.data(), a, st);
   };
 
   SECTION("one rank: the gathered sums are its own (it publishes to nobody, waits for nobody)") {
@@ -836,11 +827,9 @@ TEST_CASE("one-shot kernels on one GPU: two mailboxes add in rank order; a missi
   }
   SECTION("rank 1 never publishes: rank 0's wait gives up after its timeout, naming rank 1, and stays given up") {
     OneShotMailbox a(2, 0, 0.2), b(2, 1, 0.2);
-    a.connect({a.local(), b.local()});
     const DeviceBuffer<float> in = upload({1, 2, 3});
     DeviceBuffer<float> out = upload({0, 0, 0});
-    launch_one_shot_publish(in.data(), a, st);
-    launch_one_shot_gather(in.data(), out.data(), a, st);
+    start_waiting_alone(a, b, in, out);
     const double seconds = seconds_of([&] { stream.synchronize(); });
     CHECK(seconds < 30.0);  // a liveness bound, not a speed: it ended by itself
     const auto line = a.failure(10);
@@ -853,11 +842,9 @@ TEST_CASE("one-shot kernels on one GPU: two mailboxes add in rank order; a missi
   }
   SECTION("the host's abort flag ends a wait long before its timeout") {
     OneShotMailbox a(2, 0, 120.0), b(2, 1, 120.0);
-    a.connect({a.local(), b.local()});
     const DeviceBuffer<float> in = upload({1, 2, 3});
     DeviceBuffer<float> out = upload({0, 0, 0});
-    launch_one_shot_publish(in.data(), a, st);
-    launch_one_shot_gather(in.data(), out.data(), a, st);
+    start_waiting_alone(a, b, in, out);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     CHECK(cudaStreamQuery(st) == cudaErrorNotReady);  // still waiting for rank 1
     a.abort();
@@ -1058,6 +1045,15 @@ std::string beat_loop(int beats) {
          "; sleep 0.05; i=$((i+1)); done; ";
 }
 
+// A launch with a rank that stopped responding (hung or stopped): `failed` ended first (it gave up
+// waiting), and `silent` is the rank named unresponsive, the one to blame.
+void require_unresponsive_named(const LaunchResult& r, int failed, int silent) {
+  REQUIRE(r.first_failure);
+  CHECK(r.first_failure->rank == failed);
+  REQUIRE(r.unresponsive);
+  CHECK(r.unresponsive->rank == silent);
+}
+
 }  // namespace
 
 TEST_CASE("launcher: SIGTERM, SIGINT and SIGHUP reach every rank; it returns once all are gone") {
@@ -1139,10 +1135,7 @@ TEST_CASE("launcher: a stopped rank is named, not the peer whose wait ran out") 
   const double seconds =
       seconds_of([&] { r = launch_workers("/bin/sh", {"-c", script}, 2, "00", {0.5, 60.0, 5.0}, log); });
   CAPTURE(log.str(), seconds);
-  REQUIRE(r.first_failure);
-  CHECK(r.first_failure->rank == 0);
-  REQUIRE(r.unresponsive);
-  CHECK(r.unresponsive->rank == 1);
+  require_unresponsive_named(r, 0, 1);
   CHECK_THAT(r.unresponsive->how, ContainsSubstring("stopped by signal " + std::to_string(SIGSTOP)));
   CHECK(blamed_rank(r) == 1);
   CHECK_THAT(describe_failure(r), Catch::Matchers::StartsWith("rank 1 stopped responding (stopped by signal"));
@@ -1195,10 +1188,7 @@ TEST_CASE("launcher: a running rank without heartbeats is named, one failing on 
     std::ostringstream log;
     const LaunchResult r = launch_workers("/bin/sh", {"-c", script}, 2, "00", {0.5, 60.0, 5.0}, log);
     CAPTURE(log.str());
-    REQUIRE(r.first_failure);
-    CHECK(r.first_failure->rank == 0);
-    REQUIRE(r.unresponsive);
-    CHECK(r.unresponsive->rank == 1);
+    require_unresponsive_named(r, 0, 1);
     CHECK_THAT(r.unresponsive->how, ContainsSubstring("no heartbeat for"));
     CHECK_THAT(r.unresponsive->how, ContainsSubstring("before rank 0's last"));
     CHECK_THAT(describe_failure(r), Catch::Matchers::StartsWith("rank 1 stopped responding (no heartbeat"));

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -29,7 +30,7 @@ std::string slurp(const std::string& path) {
   return text.str();
 }
 
-std::vector<std::string> merged_environment(const std::map<std::string, std::string>& overrides) {
+std::vector<std::string> merged_environment(const Env& overrides) {
   std::vector<std::string> merged;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry(*e);
@@ -49,8 +50,7 @@ std::string temp_path(const std::string& stem) {
          std::to_string(counter++) + "-" + stem;
 }
 
-ProgramResult run_program(const std::vector<std::string>& argv,
-                          const std::map<std::string, std::string>& env, std::chrono::seconds limit) {
+ProgramResult run_program(const std::vector<std::string>& argv, const Env& env, std::chrono::seconds limit) {
   if (argv.empty()) throw std::invalid_argument("run_program: empty argv");
   const std::string out_path = temp_path("stdout.txt");
   const std::string err_path = temp_path("stderr.txt");
@@ -110,6 +110,20 @@ ProgramResult run_program(const std::vector<std::string>& argv,
   return result;
 }
 
+std::vector<std::string> with_args(std::vector<std::string> command, const std::vector<std::string>& args) {
+  command.insert(command.end(), args.begin(), args.end());
+  return command;
+}
+
+const Env& without_gpus() {
+  static const Env hidden{{"CUDA_VISIBLE_DEVICES", ""}};
+  return hidden;
+}
+
+std::size_t count_lines(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot open JSON file " + path);
@@ -118,6 +132,12 @@ nlohmann::json read_json(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error("cannot parse JSON file " + path + ": " + e.what());
   }
+}
+
+nlohmann::json take_json(const std::string& path) {
+  nlohmann::json parsed = read_json(path);
+  std::remove(path.c_str());
+  return parsed;
 }
 
 std::string last_line(const std::string& text) {

@@ -22,19 +22,35 @@ struct ProgramResult {
   std::string err;     // everything it wrote to stderr
 };
 
+// Environment overrides for a child, as run_program takes them.
+using Env = std::map<std::string, std::string>;
+
 // Runs argv[0] with the given arguments. `env` adds or replaces environment variables for the
 // child only (an empty value sets the variable to the empty string, as CUDA_VISIBLE_DEVICES="").
 // The child runs in a process group of its own; when it exits, or runs past `limit`, the whole
 // group is killed, so a hung program (or a worker it started) cannot outlive the test.
-ProgramResult run_program(const std::vector<std::string>& argv,
-                          const std::map<std::string, std::string>& env = {},
+ProgramResult run_program(const std::vector<std::string>& argv, const Env& env = {},
                           std::chrono::seconds limit = std::chrono::seconds(240));
+
+// `command` (a program and the flags every case shares) followed by one case's `args`: the tests
+// keep a table of argument lists and run each after the same start.
+std::vector<std::string> with_args(std::vector<std::string> command, const std::vector<std::string>& args);
+
+// The environment that hides every GPU from the child (CUDA_VISIBLE_DEVICES=""): how a test sees
+// a program's no-GPU answer on any machine, a GPU machine included.
+const Env& without_gpus();
+
+// How many lines `text` holds (its '\n's): a program's refusal is exactly one line on stderr.
+std::size_t count_lines(const std::string& text);
 
 // A fresh path in the temporary directory (the file is not created).
 std::string temp_path(const std::string& stem);
 
 // Parses a JSON file; throws with the path in the message if it cannot be read or parsed.
 nlohmann::json read_json(const std::string& path);
+
+// read_json, then the file removed: a test's temporary files do not pile up in TMPDIR.
+nlohmann::json take_json(const std::string& path);
 
 // The last non-empty line of `text` (the PASS / FAIL verdict of a workbook program).
 std::string last_line(const std::string& text);
