@@ -275,10 +275,7 @@ int run(int argc, char** argv) {
   CommonOptions common;
   add_common_options(app, common, DeviceFlag::kNone);
   DeviceChoice device;
-  app.add_option_function<std::string>(
-         "--device", [&device](const std::string& text) { device = parse_device(text, CpuDevice::kAllowed); },
-         "cpu, N, cuda or cuda:N (default cuda:0)")
-      ->type_name("DEVICE");
+  add_device_choice(app, device, CpuDevice::kAllowed, "cpu, N, cuda or cuda:N (default cuda:0)");
   Config config;
   add_problem_options(app, config);
   std::string batch_sizes, sync_every, trace_path;

@@ -50,6 +50,14 @@ void require_input_file(const std::string& flag, const std::string& path) {
   if (!std::ifstream(path)) throw UsageError(flag + " " + path + ": cannot be read");
 }
 
+namespace {
+
+// The program's own name, as guarded_main's error lines give it: CLI11 names the app after argv[0],
+// the path as typed (build/04_linear_regression/linear_regression), and a hint names it one way.
+std::string program_name(const CLI::App& app) { return std::filesystem::path(app.get_name()).filename().string(); }
+
+}  // namespace
+
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
@@ -61,10 +69,10 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
     return kExitOk;
   } catch (const CLI::ParseError& e) {
     // CLI11's own exit codes (105, 109, ...) would read as crashes; every usage error is 2.
-    std::cerr << "error: " << e.what() << " (see " << app.get_name() << " --help)\n";
+    std::cerr << "error: " << e.what() << " (see " << program_name(app) << " --help)\n";
     return kExitUsage;
   } catch (const UsageError& e) {  // from a flag's own parser (sizes, --device)
-    std::cerr << "error: " << e.what() << " (see " << app.get_name() << " --help)\n";
+    std::cerr << "error: " << e.what() << " (see " << program_name(app) << " --help)\n";
     return kExitUsage;
   }
   return std::nullopt;
@@ -149,6 +157,13 @@ std::vector<int> parse_int_list(const std::string& flag, const std::string& text
     values.push_back(static_cast<int>(*value));
   }
   return values;
+}
+
+CLI::Option* add_device_choice(CLI::App& app, DeviceChoice& device, CpuDevice cpu, const std::string& description) {
+  return app
+      .add_option_function<std::string>(
+          "--device", [&device, cpu](const std::string& text) { device = parse_device(text, cpu); }, description)
+      ->type_name("DEVICE");
 }
 
 CLI::Option* add_seed_option(CLI::App& app, std::uint64_t& seed, const std::string& description) {

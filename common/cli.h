@@ -130,5 +130,8 @@ struct DeviceChoice {
   std::string name() const { return cpu ? "cpu" : "cuda:" + std::to_string(index); }
 };
 DeviceChoice parse_device(const std::string& text, CpuDevice cpu = CpuDevice::kRefused);
+// The flag itself, parsed into `device` (for programs that also run on the CPU: DeviceFlag::kNone
+// above, then this with CpuDevice::kAllowed).
+CLI::Option* add_device_choice(CLI::App& app, DeviceChoice& device, CpuDevice cpu, const std::string& description);
 
 }  // namespace workbook
