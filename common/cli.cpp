@@ -52,14 +52,17 @@ void require_input_file(const std::string& flag, const std::string& path) {
 
 namespace {
 
-// The program's own name, as guarded_main's error lines give it: CLI11 names the app after argv[0],
-// the path as typed (build/04_linear_regression/linear_regression), and a hint names it one way.
+// The program's own name, as guarded_main's error lines give it (parse_command_line names the app
+// after argv[0]'s file name; a test's app may carry another).
 std::string program_name(const CLI::App& app) { return std::filesystem::path(app.get_name()).filename().string(); }
 
 }  // namespace
 
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
   try {
+    // Named by its file name, not the path typed: "Usage: linear_regression [OPTIONS]" and "(see
+    // linear_regression --help)" read the same whichever folder it was started from.
+    if (argc > 0 && app.get_name().empty()) app.name(std::filesystem::path(argv[0]).filename().string());
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     std::cout << app.help();

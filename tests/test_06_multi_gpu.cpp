@@ -561,6 +561,8 @@ TEST_CASE("programs: usage errors are exit 2 with a one-line reason") {
       {{"exchange", "--one-gpu-sweep", "/nonexistent/sweep.json"}, "--one-gpu-sweep /nonexistent/sweep.json: no such file"},
       {{"exchange", "--one-gpu-sweep", "/tmp"}, "--one-gpu-sweep /tmp: is a folder, not a file"},
       {{"exchange", "--on-chip-points", "1M,1M"}, "--on-chip-points: '1M,1M' lists 1M twice"},
+      {{"ddp", "--fault-rank", "1", "--fault-after-s", "inf"}, "--fault-after-s must be a finite number of seconds"},
+      {{"ddp", "--launch-timeout-s", "inf"}, "--launch-timeout-s must be a finite number of seconds"},
   };
   const std::vector<std::pair<std::vector<std::string>, std::string>> lesson_cases = {
       {{"--gpus", "-1"}, "--gpus must be at least 1, got -1"},

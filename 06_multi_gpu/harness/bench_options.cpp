@@ -4,6 +4,7 @@
 #include "bench_plan.h"
 #include "exchange.h"
 
+#include <cmath>
 #include <csignal>
 #include <string>
 #include <vector>
@@ -162,6 +163,9 @@ void validate(const BenchOptions& o) {
   require_at_least("--fault-after-s", o.fault_after_s, 0.0);
   require_positive("--timeout-s", o.timeout_s);
   require_at_least("--launch-timeout-s", o.launch_timeout_s, 0.0);
+  for (const auto& [flag, seconds] : {std::pair{"--fault-after-s", o.fault_after_s}, {"--launch-timeout-s", o.launch_timeout_s}}) {
+    if (!std::isfinite(seconds)) throw UsageError(std::string(flag) + " must be a finite number of seconds");
+  }
   require_at_least("--min-bytes", o.min_bytes, 4);
   require_at_least("--max-bytes", o.max_bytes, o.min_bytes);
   require_at_most("--max-bytes", o.max_bytes, std::int64_t{8} << 30);
