@@ -4,7 +4,10 @@
 #include "bench_plan.h"
 #include "exchange.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
+#include <fstream>
 #include <csignal>
 #include <string>
 #include <vector>
@@ -152,6 +155,20 @@ void apply_quick(BenchOptions& o, const CLI::App& app) {
   if (unset("--timeout-s")) o.timeout_s = 60.0;  // sanitizers slow everything down
 }
 
+void require_fused_sweep(const std::string& path) {
+  require_input_file("--one-gpu-sweep", path);
+  std::ifstream file(path);
+  nlohmann::json j;
+  try {
+    file >> j;
+  } catch (const nlohmann::json::exception&) {
+    throw UsageError("--one-gpu-sweep " + path + ": not JSON");
+  }
+  if (!j.is_object() || j.value("program", "") != "fused_kernels_bench" || !j.contains("rows") || !j["rows"].is_array()) {
+    throw UsageError("--one-gpu-sweep " + path + ": not the JSON of `fused_kernels_bench --sweep` (chapter 05)");
+  }
+}
+
 void validate(const BenchOptions& o) {
   regression::validate(o.config);
   if (o.lr) require_positive("--lr", *o.lr);
@@ -184,7 +201,7 @@ void validate(const BenchOptions& o) {
   if (o.on_chip && o.exchange != "nccl" && o.exchange != "one_shot") {
     throw UsageError("--on-chip exchanges the sums by one_shot inside its kernel, not --exchange " + o.exchange);
   }
-  if (!o.one_gpu_sweep.empty()) require_input_file("--one-gpu-sweep", o.one_gpu_sweep);
+  if (!o.one_gpu_sweep.empty()) require_fused_sweep(o.one_gpu_sweep);
 }
 
 }  // namespace workbook::multi_gpu

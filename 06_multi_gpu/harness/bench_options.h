@@ -69,6 +69,8 @@ BenchParts add_bench_options(CLI::App& app, BenchOptions& o);
 // --quick: small everything, unless the flag was given explicitly.
 void apply_quick(BenchOptions& o, const CLI::App& app);
 void validate(const BenchOptions& o);
+// --one-gpu-sweep's file: there, JSON, and chapter 05's sweep (its program and rows); UsageError otherwise.
+void require_fused_sweep(const std::string& path);
 // With one part named, every flag given must be one that part reads: `topology --points 5M`,
 // `allreduce --exchange one_shot` or `exchange --max-bytes 1K` would do nothing, so each is a
 // UsageError naming the parts that read it ("--points is for ddp, not topology").
