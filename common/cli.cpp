@@ -56,6 +56,19 @@ namespace {
 // after argv[0]'s file name; a test's app may carry another).
 std::string program_name(const CLI::App& app) { return std::filesystem::path(app.get_name()).filename().string(); }
 
+// `--noise ''` or `--noise=`: CLI11 would read the empty text as 0 (or as "not given"), so that a
+// value lost to a shell variable that was never set would run as if it meant something.
+void refuse_empty_values(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const std::string before = i > 1 ? argv[i - 1] : "";
+    const bool empty_after_flag = arg.empty() && before.rfind("--", 0) == 0 && before.find('=') == std::string::npos;
+    const bool empty_after_equals = arg.rfind("--", 0) == 0 && !arg.empty() && arg.back() == '=';
+    if (empty_after_flag) throw UsageError(before + " needs a value, and '' is none");
+    if (empty_after_equals) throw UsageError(arg.substr(0, arg.size() - 1) + " needs a value, and '' is none");
+  }
+}
+
 }  // namespace
 
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
@@ -63,6 +76,7 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
     // Named by its file name, not the path typed: "Usage: linear_regression [OPTIONS]" and "(see
     // linear_regression --help)" read the same whichever folder it was started from.
     if (argc > 0 && app.get_name().empty()) app.name(std::filesystem::path(argv[0]).filename().string());
+    refuse_empty_values(argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     std::cout << app.help();

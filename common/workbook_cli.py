@@ -228,6 +228,14 @@ class Parser(FileChecks, argparse.ArgumentParser):
         sys.exit(2)
 
     def parse_known_args(self, args=None, namespace=None):
+        # `--json ''` or `--json=`: an empty value (a shell variable never set) is refused, as the
+        # C++ programs refuse it, rather than read as "not given".
+        given = sys.argv[1:] if args is None else list(args)
+        for before, arg in zip([""] + given[:-1], given):
+            if arg == "" and before.startswith("--") and "=" not in before:
+                self.fail(f"{before} needs a value, and '' is none")
+            if arg.startswith("--") and arg.endswith("=") and len(arg) > 3:
+                self.fail(f"{arg[:-1]} needs a value, and '' is none")
         try:
             parsed, rest = super().parse_known_args(args, namespace)
         except UsageError as e:  # from a type= helper below (argparse passes other exceptions through)

@@ -27,6 +27,7 @@ using workbook::testing::check_usage_error;
 using workbook::testing::ProgramResult;
 using workbook::testing::require_pass;
 using workbook::testing::run_program;
+using workbook::testing::with_args;
 using workbook::testing::Stdout;
 using workbook::testing::take_json;
 using workbook::testing::with_args;
@@ -124,8 +125,12 @@ TEST_CASE("bad flags are refused with one line and exit 2") {
 }
 
 TEST_CASE("a malformed device flag is usage: exit 2 with one line, before any CUDA call") {
-  for (const char* device : {"gpu", "cuda:", "-1", "1.5", "cuda:x", ""}) {
+  for (const char* device : {"gpu", "cuda:", "-1", "1.5", "cuda:x"}) {
     check_one_line({WORKBOOK_PROGRAM, "--device", device}, 2, StartsWith("error: --device must be N, cuda or cuda:N"),
+                   Stdout::kEmpty);
+  }
+  for (const std::vector<std::string>& empty : {std::vector<std::string>{"--device", ""}, {"--device="}}) {
+    check_one_line(with_args({WORKBOOK_PROGRAM}, empty), 2, StartsWith("error: --device needs a value, and '' is none"),
                    Stdout::kEmpty);
   }
 }
