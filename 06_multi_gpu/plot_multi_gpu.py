@@ -13,6 +13,7 @@ is used, what is not is named.
 """
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
@@ -31,6 +32,43 @@ NEAR = 0.05  # "within 5%" of nccl-tests' busbw
 # The files benchmark.sh writes that this script reads, by the start of their names.
 JSON_PREFIXES = ("allreduce_", "scaling", "pytorch_scaling", "dp", "pytorch_data_parallel", "ddp_", "nonblocking_ddp_",
                  "exchange", "mpi_ddp_", "fault_", "one_gpu_sweep")
+
+
+# What each file must hold, by its name (a file swapped with another, or another program's, is
+# refused rather than read as this one): (pattern, "program" field or None, a top-level key, and
+# for the per-rank-count files the path of the rank count that must equal the name's N).
+SHAPES = (
+    (r"allreduce_\d+gpus\.json", "multi_gpu_bench", "allreduce", None),
+    (r"(nonblocking_)?ddp_(\d+)\.json", "multi_gpu_bench", "ddp", ("ddp", "launcher", "nproc")),
+    (r"fault_.*\.json", "multi_gpu_bench", "ddp", None),
+    (r"(ddp|exchange)_pytorch_.*?(\d+)\.json", None, "pytorch_ddp", ("pytorch_ddp", "ranks")),
+    (r"dp\.json", "multi_gpu", "ranks", None),
+    (r"mpi_ddp_(\d+)\.json", "multi_gpu", "ranks", None),
+    (r"exchange\.json", "multi_gpu_bench", "exchange", None),
+    (r"scaling\.json", "multi_gpu_bench", "scaling", None),
+    (r"pytorch_scaling\.json", None, "scaling", None),
+    (r"topology\.json", "multi_gpu_bench", "topology", None),
+    (r"one_gpu_sweep\.json", "fused_kernels_bench", "rows", None),
+    (r"pytorch_data_parallel\.json", "pytorch_data_parallel", "runs", None),
+)
+
+
+def shape_problem(name, j):
+    """Why `j` is not what a file called `name` holds, or None (names not in SHAPES pass)."""
+    for pattern, program, key, count_path in SHAPES:
+        m = re.fullmatch(pattern, name)
+        if not m:
+            continue
+        holds = j.get("program") if isinstance(j, dict) else None
+        if not isinstance(j, dict) or key not in j or holds != program:
+            return f"not the JSON a file of this name holds (wanted {program or 'a PyTorch script'}'s with '{key}'; " \
+                   f"it holds {holds or 'no program field'})"
+        want = m.groups()[-1] if m.groups() else None
+        got = dig(j, *count_path) if count_path else None
+        if want is not None and got is not None and str(got) != want:
+            return f"its {'.'.join(count_path)} is {got}, its name says {want}"
+        return None
+    return None
 
 
 def load(path):
@@ -361,6 +399,9 @@ def main():
             parser.fail(f"{path}: not JSON ({str(e).split(':')[0]})")
         except OSError as e:
             parser.fail(f"{path}: cannot be read ({e.strerror})")
+        problem = shape_problem(name, load(path))
+        if problem:
+            parser.fail(f"{path}: {problem}")
     require("matplotlib.pyplot")
     lines = ["# Chapter 06 results", ""]
     allreduce_part(results, lines)
