@@ -42,13 +42,21 @@ def load_runs(parser, results):
         if not os.path.exists(path):
             continue
         j = parser.input_json(path, PROGRAM[key])
+        on_cpu = str(j.get("device", "")) == "cpu"
+        if on_cpu != key.endswith("cpu"):  # two files swapped: refused, not plotted under each other's name
+            parser.fail(f"{path}: its run is on {j.get('device', 'no device')}, its name says "
+                        f"{'the CPU' if key.endswith('cpu') else 'the GPU'}")
         if "ms" not in j:
             notes.append(f"note: {path} left out: it has no training time (its check failed)")
             continue
         parser.check_shape(path, j, RUN)
         steps_path = os.path.join(results, key + "_steps.json")
         if "steps" not in j and os.path.exists(steps_path):
-            j["steps"] = parser.input_json(steps_path, "linear_regression_bench", {"steps": STEP_ROWS})["steps"]
+            steps = parser.input_json(steps_path, "linear_regression_bench", {"steps": STEP_ROWS})
+            if ("copy_gbps" in steps) == on_cpu:  # the copy ceiling is measured on a GPU run only
+                parser.fail(f"{steps_path}: its steps are from a {'GPU' if on_cpu else 'CPU'} run, its name says "
+                            f"{'the CPU' if on_cpu else 'the GPU'}")
+            j["steps"] = steps["steps"]
             path = steps_path
         if "steps" not in j:
             notes.append(f"note: {path} left out: no per-step times ({key}_steps.json is missing)")
