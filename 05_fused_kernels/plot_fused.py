@@ -32,16 +32,19 @@ SWEEP = {"on_chip?": {"train_points?": "number"}}
 def load(parser, d):
     """The rows of both sweeps that passed, and the three JSON files ({} for one that is missing),
     every file that exists checked; no passed row in either sweep ends the script."""
-    def rows(name):
+    def rows(name, implementation):
         path = os.path.join(d, name)
-        found = parser.input_csv(path, NUMBERS, ("variant",)) if os.path.exists(path) else []
+        found = parser.input_csv(path, NUMBERS, ("variant", "implementation")) if os.path.exists(path) else []
+        other = sorted({r["implementation"] for r in found} - {implementation})
+        if other:  # the two sweeps swapped (or another program's CSV): refused, not plotted under the wrong name
+            parser.fail(f"{path}: its rows are {', '.join(other)}'s, its name says {implementation}'s")
         return [r for r in found if r["passed"] and r["median_ms"] > 0 and r["points"] > 0]
 
     def json_file(name, program, shape):
         path = os.path.join(d, name)
         return parser.input_json(path, program, shape) if os.path.exists(path) else {}
 
-    found = (rows("sweep.csv"), rows("pytorch_sweep.csv"), json_file("breakdown.json", "fused_kernels_bench", BREAKDOWN),
+    found = (rows("sweep.csv", "cuda"), rows("pytorch_sweep.csv", "pytorch"), json_file("breakdown.json", "fused_kernels_bench", BREAKDOWN),
              json_file("pytorch_sweep.json", "pytorch_fused", PYTORCH), json_file("sweep.json", "fused_kernels_bench", SWEEP))
     if not found[0] and not found[1]:
         parser.fail(f"{d}: nothing to plot (no sweep.csv or pytorch_sweep.csv with a passed row)")
