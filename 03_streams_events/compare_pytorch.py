@@ -5,9 +5,9 @@
 
 Both files have the same fields (see the two programs); times are medians of CUDA-event timings.
 The comparison is only like for like when both ran the same workload (chunks, bytes and multiply-adds
-per element: run pytorch_streams.py with --iterations from the C++ JSON, as benchmark.sh does); the
-table is printed either way, but the exit status is 1 when they differ. With OUT.csv it also writes
-the table there (and nothing anywhere else).
+per element: run pytorch_streams.py with --iterations from the C++ JSON, as benchmark.sh does); when
+they differ the script says so in one line and exits 1, with no table and no CSV. With OUT.csv it
+also writes the table there (and nothing anywhere else).
 """
 import csv
 import os
@@ -24,6 +24,13 @@ SHAPE = {"stages": {"h2d_ms": MEDIAN, "compute_ms": MEDIAN, "d2h_ms": MEDIAN}, "
 
 
 def main(cpp, pt, csv_path=None):
+    keys = ("chunks", "chunk_elements", "iterations")
+    if any(cpp["workload"][k] != pt["workload"][k] for k in keys):  # not like for like: no table, no CSV
+        differs = ", ".join(f"{k} {cpp['workload'][k]} in C++ and {pt['workload'][k]} in PyTorch"
+                            for k in keys if cpp["workload"][k] != pt["workload"][k])
+        sys.stderr.write(f"error: the two runs did not run the same workload ({differs}): run pytorch_streams.py "
+                         f"with the C++ run's --iterations and sizes, as benchmark.sh does\n")
+        return 1
     rows = [("H2D copy alone", cpp["stages"]["h2d_ms"]["median"], pt["stages"]["h2d_ms"]["median"]),
             ("compute alone", cpp["stages"]["compute_ms"]["median"], pt["stages"]["compute_ms"]["median"]),
             ("D2H copy alone", cpp["stages"]["d2h_ms"]["median"], pt["stages"]["d2h_ms"]["median"]),
@@ -33,8 +40,7 @@ def main(cpp, pt, csv_path=None):
         if p["streams"] in pt_by_k:
             rows.append((f"K = {p['streams']} streams", p["time_ms"]["median"], pt_by_k[p["streams"]]["time_ms"]["median"]))
     rows.append(("two streams (article)", cpp["two_stream"]["time_ms"]["median"], pt["two_stream"]["time_ms"]["median"]))
-    same = all(cpp["workload"][k] == pt["workload"][k] for k in ("chunks", "chunk_elements", "iterations"))
-    print(f"same workload: {'yes' if same else 'NO'} ({cpp['workload']['chunks']} chunks, "
+    print(f"same workload: yes ({cpp['workload']['chunks']} chunks, "
           f"{cpp['workload']['iterations']} multiply-adds per element in C++, {pt['workload']['iterations']} in "
           f"PyTorch; PyTorch compute via {pt.get('compute_backend')})")
     print(f"{'schedule':<24}{'CUDA C++ ms':>12}{'PyTorch ms':>12}{'PyTorch / C++':>15}")
@@ -49,7 +55,7 @@ def main(cpp, pt, csv_path=None):
             w = csv.writer(f)
             w.writerow(["schedule", "cuda_cpp_ms", "pytorch_ms"])
             w.writerows(rows)
-    return 0 if same else 1
+    return 0
 
 
 if __name__ == "__main__":
