@@ -7,11 +7,21 @@
 //   report.json()["variants"] = t.json();  // [{"variant": "4 last_block", "ms": 1.527, ...}]
 //
 // A column with an empty heading is JSON only; a cell left unset prints blank and is left out
-// of that row's JSON. Numbers print with the column's digits after the point (fixed, or
+// of that row's JSON. A kTiming column holds a measured time as timing(stats) makes it,
+// {"median", "min", "max", "runs"}, and prints as four columns: its heading over the median, then
+// "min", "max" and "runs":
+//
+//   workbook::Table t({{"variant", "variant"}, {"time_ms", "ms", 3, workbook::Column::Style::kTiming}});
+//   t.add_row().set("variant", "4 last_block").set("time_ms", workbook::timing(stats));
+//   //   variant          ms    min    max  runs
+//   //   4 last_block  1.527  1.519  1.602    10
+// Numbers print with the column's digits after the point (fixed, or
 // scientific), byte counts in binary units (kBytes: "79.19 GiB"); the JSON keeps them unrounded.
 // A table of few rows and many columns (a device's properties) prints turned: print_turned
 // writes one line per column, its heading and then each row's cell.
 #pragma once
+
+#include "stats.h"
 
 #include <nlohmann/json.hpp>
 
@@ -21,8 +31,12 @@
 
 namespace workbook {
 
+// Every measured time in every JSON the workbook writes has this one shape:
+// {"median": ..., "min": ..., "max": ..., "runs": N}, in the unit its key ends with (_ms, _us).
+nlohmann::json timing(const Stats& stats);
+
 struct Column {
-  enum class Style { kFixed, kScientific, kBytes };
+  enum class Style { kFixed, kScientific, kBytes, kTiming };
   std::string key;      // the JSON name
   std::string heading;  // the printed heading; empty: JSON only
   int digits = -1;      // digits after the point for numbers; -1: integers and text as they are
@@ -60,6 +74,9 @@ class Table {
   std::string cell_text(const Row& row, const Column& column) const;
 
  private:
+  struct Shown;  // one printed column: a Column, or one field of a kTiming column
+  std::vector<Shown> shown_columns() const;
+  std::string shown_text(const Row& row, const Shown& shown) const;
   const Column* find(const std::string& key) const;
   std::vector<Column> columns_;
   std::vector<Row> rows_;

@@ -443,6 +443,18 @@ def finish(report, failures, json_target):
     return 0 if not failures else 1
 
 
+def timing(samples):
+    """A measured time in the one shape every JSON of the workbook uses (common/table.h timing()):
+    {"median", "min", "max", "runs"}, in the unit the key ends with (_ms, _us). The median of an
+    even count is the mean of the two middle samples, as common/stats.cpp."""
+    ordered = sorted(samples)
+    if not ordered:
+        raise ValueError("timing: no samples")
+    n = len(ordered)
+    median = ordered[n // 2] if n % 2 else 0.5 * (ordered[n // 2 - 1] + ordered[n // 2])
+    return {"median": median, "min": ordered[0], "max": ordered[-1], "runs": n}
+
+
 def write_json(target, result):
     """--json [FILE] as the C++ programs take it: the results to FILE, or to stdout for "-" (the
     script then prints its report on stderr, so that stdout is the JSON alone)."""

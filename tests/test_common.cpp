@@ -745,6 +745,25 @@ TEST_CASE("table: the printed text and the JSON rows come from the same cells") 
   CHECK_THROWS_AS(t.add_row().set("typo", 1), std::logic_error);
 }
 
+TEST_CASE("table: a measured time is one {median, min, max, runs} cell, printed as four columns") {
+  const Stats stats = summarize({1.6021, 1.5190, 1.5274});
+  CHECK(timing(stats) == nlohmann::json{{"median", 1.5274}, {"min", 1.519}, {"max", 1.6021}, {"runs", 3}});
+  Table t({{"name", "variant"}, {"time_ms", "ms", 3, Column::Style::kTiming}, {"check", "check"}});
+  t.add_row().set("name", "4 last_block").set("time_ms", timing(stats)).set("check", "ok");
+  t.add_row().set("name", "7 persistent").set("check", "skipped");
+  std::ostringstream out;
+  t.print(out, "");
+  CHECK(out.str() ==
+        "variant          ms    min    max  runs  check\n"
+        "4 last_block  1.527  1.519  1.602     3  ok\n"
+        "7 persistent  skipped\n");
+  CHECK(t.json()[0]["time_ms"]["runs"] == 3);
+  CHECK_FALSE(t.json()[1].contains("time_ms"));
+  // A timing column takes only a timing, and a timing goes only in a timing column.
+  CHECK_THROWS_AS(t.add_row().set("time_ms", 1.5), std::logic_error);
+  CHECK_THROWS_AS(t.add_row().set("check", timing(stats)), std::logic_error);
+}
+
 TEST_CASE("table: byte counts in binary units, and a wide table printed turned") {
   Table t({{"name", "name"}, {"memory", "global memory", -1, Column::Style::kBytes}, {"sms", "SMs"}, {"id", ""},
            {"unset", "never set"}});
