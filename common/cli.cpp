@@ -69,6 +69,24 @@ void refuse_empty_values(int argc, char** argv) {
   }
 }
 
+// CLI11 reads `--quick=3` as `--quick`: a flag given a value is refused, not guessed at.
+void refuse_values_for_flags(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const std::size_t equals = arg.find('=');
+    if (arg.rfind("--", 0) != 0 || equals == std::string::npos) continue;
+    const std::string name = arg.substr(0, equals);
+    std::vector<const CLI::App*> apps{&app};
+    for (std::size_t a = 0; a < apps.size(); ++a) {
+      for (const CLI::App* sub : apps[a]->get_subcommands([](const CLI::App*) { return true; })) apps.push_back(sub);
+      const CLI::Option* option = apps[a]->get_option_no_throw(name);
+      if (option != nullptr && option->get_expected_max() == 0) {
+        throw UsageError(name + " takes no value, got '" + arg + "'");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
@@ -77,6 +95,7 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
     // linear_regression --help)" read the same whichever folder it was started from.
     if (argc > 0 && app.get_name().empty()) app.name(std::filesystem::path(argv[0]).filename().string());
     refuse_empty_values(argc, argv);
+    refuse_values_for_flags(app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     std::cout << app.help();

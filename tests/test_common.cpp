@@ -257,6 +257,16 @@ TEST_CASE("common flags parse, and bad ones map to exit code 2") {
     CHECK_THAT(captured.err.str(), ContainsSubstring("--json .: is a folder; name the file to write (e.g. ./out.json)"));
   }
   SECTION("--help exits 0") { CHECK(parse(app, {"--help"}) == kExitOk); }
+  SECTION("a flag given a value exits 2, in a subcommand too (CLI11 alone would read --quick=3 as --quick)") {
+    CHECK(parse(app, {"--quick=3"}) == kExitUsage);
+    CHECK_THAT(captured.err.str(), StartsWith("error: --quick takes no value, got '--quick=3' (see prog --help)"));
+    bool on = false;
+    app.add_subcommand("dp")->add_flag("--on-chip", on, "on chip");
+    CHECK(parse(app, {"dp", "--on-chip=yes"}) == kExitUsage);
+    CHECK_THAT(captured.err.str(), ContainsSubstring("error: --on-chip takes no value, got '--on-chip=yes'"));
+    CHECK_FALSE(parse(app, {"--json=out.json"}).has_value());  // an option's value after = is still read
+    CHECK(options.json == "out.json");
+  }
   SECTION("unknown flag exits 2 with one line") {
     CHECK(parse(app, {"--bogus"}) == kExitUsage);
     CHECK_THAT(captured.err.str(), StartsWith("error: ") && ContainsSubstring("--bogus"));
