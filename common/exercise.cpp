@@ -130,6 +130,11 @@ int Checker::correct(const Stats& attempt_us, const Stats& lesson_us, const std:
   return kExitOk;
 }
 
+int Checker::correct(const std::string& detail) const {
+  std::cout << "correct; " << detail << "\n";
+  return kExitOk;
+}
+
 bool close(double got, double want, double rel, double abs) {
   return std::isfinite(got) && std::fabs(got - want) <= abs + rel * std::fabs(want);
 }

@@ -65,6 +65,8 @@ class Checker {
 
   // Prints "correct; ..." comparing the attempt's time with the chapter's, and returns 0.
   int correct(const Stats& attempt_us, const Stats& lesson_us, const std::string& lesson_what) const;
+  // Prints "correct; <detail>" and returns 0: for an exercise whose speed is not the point.
+  int correct(const std::string& detail) const;
 
  private:
   std::string chapter_, name_, attempt_file_;
