@@ -20,6 +20,7 @@
 //   device_query_bench --quick            sizes 256 and 257, 1000003 floats (what the tests run)
 //   device_query_bench --json out.json    the table's rows as JSON (pytorch_matmul.py writes the same)
 #include "device_query.h"
+#include "nvml_reader.h"
 
 #include "ceil_div.h"
 #include "cli.h"
@@ -54,8 +55,8 @@ namespace workbook::device_query {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// 1. The inputs: uniform in [-1, 1), made on the GPU from a hash of (seed, index). The CPU
-//    reference makes any element again with the same function, without copying matrices back.
+// The inputs: uniform in [-1, 1), made on the GPU from a hash of (seed, index). The CPU
+// reference makes any element again with the same function, without copying matrices back.
 
 constexpr std::uint64_t kSeedA = 1, kSeedB = 2, kSeedX = 3, kSeedY = 4;
 constexpr int kBlock = 256;
@@ -98,8 +99,8 @@ void to_bf16(const float* in, __nv_bfloat16* out, std::size_t n, cudaStream_t st
 }
 
 // ---------------------------------------------------------------------------------------------
-// 2. The element-wise operation, y = a x + y: one fused multiply-add per 12 bytes (read x and y,
-//    write y). Its CPU twin does the same single fmaf, so the two agree bit for bit.
+// The element-wise operation, y = a x + y: one fused multiply-add per 12 bytes (read x and y,
+// write y). Its CPU twin does the same single fmaf, so the two agree bit for bit.
 
 // Four floats per thread, moved with 16-byte loads and stores: a quarter of the memory
 // instructions of one float per thread, and more bytes in flight per thread, which is what it
@@ -131,7 +132,7 @@ void axpy(std::size_t n, float a, const float* x, float* y, cudaStream_t stream)
 float axpy_cpu(float a, float x, float y) { return std::fma(a, x, y); }
 
 // ---------------------------------------------------------------------------------------------
-// 3. The matmul in each precision, and what each may get wrong.
+// The matmul in each precision, and what each may get wrong.
 
 struct Precision {
   const char* name;
@@ -278,7 +279,7 @@ MatmulCheck check_matmul(Report& report, const Precision& p, const Matrices& m,
 }
 
 // ---------------------------------------------------------------------------------------------
-// 4. The measurements, as rows of one table.
+// The measurements, as rows of one table.
 
 struct Options {
   workbook::CommonOptions common;
@@ -301,14 +302,22 @@ struct Ceilings {
   }
 };
 
-Table results_table() {
+// With NVML, the GPU's state while each matmul was timed sits beside its TFLOP/s (the medians of
+// readings every 10 ms: power, die temperature, SM clock).
+Table results_table(bool gpu_state) {
   using Style = workbook::Column::Style;
-  return Table({{"operation", "operation"}, {"precision", "precision"}, {"size", "size"},
-                {"flop_per_byte", "FLOP/byte", 1}, {"median_ms", "median ms", 3}, {"min_ms", "min", 3},
-                {"max_ms", "max", 3}, {"tflops", "TFLOP/s", 2}, {"percent_of_peak", "% of peak", 1},
-                {"gbps", "GB/s", 0}, {"roofline", "roofline"}, {"error_over_scale", "error/scale", 1, Style::kScientific},
-                {"check", "check"}, {"n", ""}, {"flop", ""}, {"bytes", ""}, {"repeats", ""}, {"peak_tflops", ""},
-                {"peak_gbps", ""}, {"passed", ""}, {"skipped", ""}, {"torch", ""}});
+  std::vector<Column> columns{{"operation", "operation"}, {"precision", "precision"}, {"size", "size"},
+                              {"flop_per_byte", "FLOP/byte", 1}, {"time_ms", "ms", 3, Style::kTiming},
+                              {"tflops", "TFLOP/s", 2}};
+  if (gpu_state) {
+    columns.insert(columns.end(), {{"power_w", "W", 0}, {"temperature_c", "C", 0}, {"sm_clock_mhz", "SM MHz", 0}});
+  }
+  columns.insert(columns.end(),
+                 {{"percent_of_peak", "% of peak", 1}, {"gbps", "GB/s", 0}, {"roofline", "roofline"},
+                  {"error_over_scale", "error/scale", 1, Style::kScientific}, {"check", "check"}, {"n", ""},
+                  {"flop", ""}, {"bytes", ""}, {"peak_tflops", ""}, {"peak_gbps", ""}, {"passed", ""},
+                  {"skipped", ""}, {"torch", ""}});
+  return Table(std::move(columns));
 }
 
 // Time, rates and the comparison with the ceilings, for a row whose check passed.
@@ -316,7 +325,7 @@ void add_timing(Table::Row& row, const Stats& t, double flop, double bytes, std:
                 const Ceilings& c, bool memory_row) {
   const double tflops = flop / (t.median * 1e-3) / 1e12;
   const double gbps = workbook::gigabytes_per_second(bytes, t.median);
-  row.set("median_ms", t.median).set("min_ms", t.min).set("max_ms", t.max).set("repeats", t.count);
+  row.set("time_ms", workbook::timing(t));
   row.set("tflops", tflops).set("gbps", gbps);
   if (memory_row) {
     row.set("percent_of_peak", 100.0 * gbps / c.memory_gbps).set("peak_gbps", c.memory_gbps);
@@ -332,7 +341,7 @@ void add_timing(Table::Row& row, const Stats& t, double flop, double bytes, std:
 }
 
 void measure_matmuls(Report& report, Table& table, const Options& o, const Ceilings& c, bool tensor_cores,
-                     const std::string& why_not, cudaStream_t stream) {
+                     const std::string& why_not, const Nvml& nvml, cudaStream_t stream) {
   CublasHandle handle(stream);
   const workbook::Repeats repeats{o.common.quick ? 1 : 3, o.repeats};
   for (const std::int64_t size : o.sizes) {
@@ -364,8 +373,15 @@ void measure_matmuls(Report& report, Table& table, const Options& o, const Ceili
       row.set("error_over_scale", check.worst).set("passed", check.ok).set("check", check.ok ? "ok" : "FAILED");
       report.check(check.ok, std::string(p.name) + " matmul of size " + std::to_string(n) + " differs from the reference");
       if (!check.ok) continue;
+      std::optional<StateSampler> sampler;
+      if (nvml.available()) sampler.emplace(nvml);
       const Stats t = workbook::time_on_stream(stream, repeats, [&] { matmul(handle.get(), p, m); });
       add_timing(row, t, flop, bytes, c.tflops(p.name), c, false);
+      if (sampler) {
+        const GpuState during = median_state(sampler->stop());
+        row.set("power_w", during.power_w).set("temperature_c", during.temperature_c)
+            .set("sm_clock_mhz", during.sm_clock_mhz);
+      }
       if (!c.tflops(p.name)) row.set("percent_of_peak", std::string(p.name) == "fp32" ? c.unknown : c.unknown_tensor);
     }
   }
@@ -413,12 +429,25 @@ double measure_axpy(Report& report, Table& table, const Options& o, const Ceilin
 
 // ---------------------------------------------------------------------------------------------
 
+// The GPU's state before the matmuls, or one line saying why there is none; the JSON's "nvml".
+nlohmann::json show_state_before(std::ostream& out, const Nvml& nvml) {
+  const std::optional<GpuState> s = nvml.read();
+  if (!s) {
+    const std::string why = nvml.available() ? "a reading failed" : nvml.reason();
+    out << "NVML: not available, " << why << ": no power, temperature or SM clock below\n";
+    return {{"available", false}, {"reason", why}};
+  }
+  out << format("before the matmuls (NVML): %.0f W, %.0f C, SM clock %.0f MHz\n", s->power_w, s->temperature_c,
+                s->sm_clock_mhz);
+  return {{"available", true},
+          {"before", {{"power_w", s->power_w}, {"temperature_c", s->temperature_c}, {"sm_clock_mhz", s->sm_clock_mhz}}}};
+}
+
 std::string peak_text(const std::optional<double>& tflops, const std::string& otherwise) {
   return tflops ? format("%.1f TFLOP/s", *tflops) : otherwise;
 }
 
-int run(int argc, char** argv) {
-  Options o;
+std::optional<int> parse_options(int argc, char** argv, Options& o) {
   CLI::App app{"Chapter 01's bench: matmuls in FP32, TF32 and BF16 (cuBLAS) and y = a x + y, each checked, timed "
                "and set against the peaks that device_query derives"};
   app.name("device_query_bench");
@@ -429,7 +458,7 @@ int run(int argc, char** argv) {
   app.add_option("--repeats", o.repeats, "timed repeats of each operation, after warm-up (default 20; --quick: 3)");
   workbook::add_size_option(app, "--axpy-elements", o.axpy_elements,
                             "floats in y = a x + y (default 100M; --quick: 1000003)");
-  if (auto code = workbook::parse_command_line(app, argc, argv)) return *code;
+  if (auto code = workbook::parse_command_line(app, argc, argv)) return code;
   if (app.count("--sizes")) o.sizes = workbook::parse_size_list("--sizes", sizes_text, 1, 32768);
   if (o.common.quick) {  // --quick sets smaller defaults; flags given explicitly still win
     if (app.count("--sizes") == 0) o.sizes = {256, 257};  // 257: no tensor-core-friendly alignment
@@ -439,7 +468,12 @@ int run(int argc, char** argv) {
   workbook::require_at_least("--repeats", o.repeats, 1);
   workbook::require_at_least("--axpy-elements", o.axpy_elements, 1);
   workbook::require_at_most("--axpy-elements", o.axpy_elements, std::int64_t{2'000'000'000});
+  return std::nullopt;
+}
 
+int run(int argc, char** argv) {
+  Options o;
+  if (auto code = parse_options(argc, argv, o)) return *code;
   workbook::use_device(o.common.device);  // exit 77 without a GPU, 2 naming the devices for a bad index
   const device_query::DeviceReport d = device_query::query_device(o.common.device);
   Ceilings c;
@@ -463,9 +497,11 @@ int run(int argc, char** argv) {
                 peak_text(c.peaks.tf32_tensor_tflops, c.unknown_tensor).c_str(),
                 peak_text(c.peaks.bf16_tensor_tflops, c.unknown_tensor).c_str(), c.memory_gbps);
 
+  const Nvml nvml(d.pci_bus_id);
+  report.json()["nvml"] = show_state_before(out, nvml);
   workbook::Stream stream;
-  Table table = results_table();
-  measure_matmuls(report, table, o, c, tensor_cores, why_not, stream.get());
+  Table table = results_table(nvml.available());
+  measure_matmuls(report, table, o, c, tensor_cores, why_not, nvml, stream.get());
   const double axpy_ms = measure_axpy(report, table, o, c, stream.get());
   const double copy_gbps = workbook::device_copy_gbps(o.common.quick ? std::size_t{64} << 20 : std::size_t{1} << 30,
                                                       stream.get());
@@ -487,15 +523,19 @@ int run(int argc, char** argv) {
   out << " FLOP/byte. Below it an operation waits on memory; above it, on arithmetic.\n";
 
   nlohmann::json& j = report.json();
-  j["device"] = {{"index", o.common.device}, {"name", d.name}, {"compute_capability", std::to_string(d.major) + "." +
-                 std::to_string(d.minor)}, {"multiprocessors", d.multiprocessors}, {"sm_clock_mhz", d.sm_clock_khz / 1000}};
+  j["device"] = d.name;
+  j["device_properties"] = {{"index", o.common.device}, {"compute_capability", std::to_string(d.major) + "." +
+                            std::to_string(d.minor)}, {"multiprocessors", d.multiprocessors},
+                            {"sm_clock_mhz", d.sm_clock_khz / 1000}};
   auto or_null = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   j["peaks"] = {{"fp32_tflops", or_null(c.peaks.fp32_tflops)}, {"tf32_tensor_tflops", or_null(c.peaks.tf32_tensor_tflops)},
                 {"bf16_tensor_tflops", or_null(c.peaks.bf16_tensor_tflops)}, {"memory_gbps", c.memory_gbps}};
   j["copy_gbps"] = copy_gbps;
   j["quick"] = o.common.quick;
   j["sizes"] = o.sizes;
-  j["rows"] = table.json();
+  j["repeats"] = o.repeats;
+  j["axpy_elements"] = o.axpy_elements;
+  j["operations"] = table.json();
   return report.finish();
 }
 

@@ -4,10 +4,11 @@
 // answer comes from the runtime and the driver. Read it beside "How to Use CUDA with PyTorch:
 // Clearly Explained" (checking availability, device count, monitoring memory, GPU specifications).
 //
-// In reading order: the properties of one device, peak memory bandwidth, what the SMs and the
-// clock buy ("CUDA cores", tensor cores, peak FLOP/s), peer access, free memory, the
-// memory-accounting walk-through (a stream-ordered pool plays PyTorch's caching allocator), then
-// the program. device_query_bench (bench_matmul.cu) measures how close matmuls get to the peaks.
+// The steps, numbered as the report prints them (== 1. ...): 1. availability and the runtime
+// (in the program part, at the bottom); 2. the properties of one device, with its peak memory
+// bandwidth and what the SMs and the clock buy ("CUDA cores", tensor cores, peak FLOP/s);
+// 3. peer access; 4. the memory-accounting walk-through (a stream-ordered pool plays PyTorch's
+// caching allocator). device_query_bench (bench_matmul.cu) measures how close matmuls get to the peaks.
 //
 //   device_query                 every device, then memory accounting on device 0
 //   device_query --device 1      one device (made current, as torch.cuda.set_device(1))
@@ -30,7 +31,7 @@
 namespace workbook::device_query {
 
 // ---------------------------------------------------------------------------------------------
-// 1. What one device is: torch.cuda.get_device_properties(i).
+// 2. What one device is: torch.cuda.get_device_properties(i).
 namespace {
 
 int attribute(cudaDeviceAttr attr, int device) {
@@ -89,14 +90,14 @@ DeviceReport query_device(int device) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 2. The ceiling of memory bandwidth, as arithmetic.
+// 2. (continued) The ceiling of memory bandwidth, as arithmetic.
 double peak_memory_bandwidth_gbps(int memory_clock_khz, int bus_width_bits) {
   const double transfers_per_second = 2.0 * memory_clock_khz * 1e3;
   return transfers_per_second * (bus_width_bits / 8.0) / 1e9;
 }
 
 // ---------------------------------------------------------------------------------------------
-// 3. What the specifications buy: "CUDA cores", tensor cores and peak FLOP/s, as arithmetic.
+// 2. (continued) What the specifications buy: "CUDA cores", tensor cores and peak FLOP/s, as arithmetic.
 std::optional<int> fp32_lanes_per_sm(int major, int minor) {
   // The CUDA Programming Guide's throughput table (32-bit floating-point add, multiply, FMA per
   // clock per SM). A100 (8.0): 108 SMs x 64 = 6912, the article's count; RTX 3080 (8.6): 68 x 128
@@ -139,7 +140,7 @@ std::string unknown_peak_text(int major, int minor, bool tensor) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 4. Which devices reach each other's memory.
+// 3. Which devices reach each other's memory.
 std::vector<std::vector<bool>> peer_access_matrix(int device_count) {
   std::vector<std::vector<bool>> matrix(device_count, std::vector<bool>(device_count, false));
   for (int a = 0; a < device_count; ++a) {
@@ -153,10 +154,8 @@ std::vector<std::vector<bool>> peer_access_matrix(int device_count) {
   return matrix;
 }
 
-// How much memory is free now.
-
 // ---------------------------------------------------------------------------------------------
-// 5. Memory accounting: what the driver sees, and what a caching pool keeps.
+// 4. Memory accounting: what the driver sees, and what a caching pool keeps.
 namespace {
 
 // A pool of its own, so that nothing else in the process shares its counters, told to keep every
@@ -251,8 +250,8 @@ std::vector<AccountingStep> measure_memory_accounting(std::size_t bytes) {
 }  // namespace workbook::device_query
 
 // ---------------------------------------------------------------------------------------------
-// 6. The program: the runtime's answers, one table of device properties, the peer matrix, and
-//    the accounting walk-through checked step by step.
+// The program, in the order it prints: 1. the runtime's answers, 2. one table of device
+// properties, 3. the peer matrix, 4. the accounting walk-through checked step by step.
 #ifndef WORKBOOK_LESSON_LIBRARY
 #include "cli.h"
 #include "format.h"
@@ -260,6 +259,7 @@ std::vector<AccountingStep> measure_memory_accounting(std::size_t bytes) {
 #include "nvtx.h"
 #include "program.h"
 #include "report.h"
+#include "stats.h"
 #include "table.h"
 
 #include <chrono>
@@ -362,9 +362,9 @@ void memory_accounting(Report& report, std::size_t bytes) {
     table.add_row().set("step", s.what).set("driver_free_bytes", s.driver_free).set("pool_used_bytes", s.pool_used)
         .set("pool_reserved_bytes", s.pool_reserved);
   }
-  report.out() << "\nMemory accounting with a " << format_bytes(bytes)
+  report.out() << "\n== 4. memory accounting with a " << format_bytes(bytes)
                << " buffer (driver free = cudaMemGetInfo; pool used/reserved = what\n"
-                  "memory_allocated()/memory_reserved() report for PyTorch's caching allocator):\n";
+                  "   memory_allocated()/memory_reserved() report for PyTorch's caching allocator)\n";
   table.print(report.out());
   report.json()["memory_accounting"] = {{"buffer_bytes", bytes}, {"steps", table.json()}};
 
@@ -388,83 +388,113 @@ void memory_accounting(Report& report, std::size_t bytes) {
   report.check(steps[5].pool_reserved == 0 && gained(4, 5) >= half, "trimming the pool did not return its memory");
 }
 
-int run(int argc, char** argv) {
+struct Options {
+  CommonOptions common;
+  std::optional<int> only_device;  // --device N: this device alone, made current
+};
+
+std::optional<int> parse_options(int argc, char** argv, Options& o) {
   CLI::App app{"What torch.cuda asks the CUDA runtime: availability, devices, properties, memory."};
   app.name("device_query");
-  CommonOptions common;
-  add_common_options(app, common, DeviceFlag::kNone);
-  std::optional<int> only_device;
+  add_common_options(app, o.common, DeviceFlag::kNone);
   app.add_option_function<std::string>(
-         "--device", [&only_device](const std::string& text) { only_device = parse_device(text).index; },
+         "--device", [&o](const std::string& text) { o.only_device = parse_device(text).index; },
          "show only device N (N, cuda or cuda:N) and make it current (default: all devices)")
       ->type_name("N");
-  if (auto code = parse_command_line(app, argc, argv)) return *code;
+  return parse_command_line(app, argc, argv);
+}
 
-  Report report("device_query", common.json);
+// 1. torch.cuda.is_available() and device_count(). The first CUDA call in a process loads the
+//    driver; the first use of a device creates its context. PyTorch defers both until the first
+//    CUDA operation (lazy initialisation). That cost is paid once per process, so it is one
+//    measurement: a timing of one run.
+GpuAvailability show_runtime(Report& report, const Options& o) {
   std::ostream& out = report.out();
-
-  // torch.cuda.is_available() and device_count(). The first CUDA call in a process loads the
-  // driver; the first use of a device creates its context. PyTorch defers both until the first
-  // CUDA operation (lazy initialisation).
+  out << "== 1. the runtime: torch.cuda.is_available(), device_count(), current_device()\n";
   const auto init_start = std::chrono::steady_clock::now();
   const GpuAvailability gpus = probe_gpus();
   Table runtime({{"runtime_version", "CUDA runtime (built with)"}, {"driver_version", "CUDA driver supports"},
                  {"cuda_available", ""}, {"reason", ""}, {"device_count", "device count"},
-                 {"current_device", "current device"}, {"init_ms", "driver load + context creation (ms)", 1}});
+                 {"current_device", "current device"}, {"init_ms", "", 1, Column::Style::kTiming}});
   Table::Row& facts = runtime.add_row().set("runtime_version", format_cuda_version(gpus.runtime_version));
   facts.set("driver_version", gpus.driver_version ? format_cuda_version(gpus.driver_version) : "none");
   facts.set("cuda_available", gpus.available()).set("device_count", gpus.device_count);
+  std::optional<double> init_ms;
   if (!gpus.available()) {
     facts.set("reason", gpus.reason);
     out << "CUDA available: no (" << gpus.reason << ")\n";
   } else {
-    const int current = only_device.value_or(0);
-    use_device(current);            // exit 2 naming the devices that exist, for a bad index
-    CUDA_CHECK(cudaFree(nullptr));  // make sure the context exists before the clock stops
-    const auto init = std::chrono::steady_clock::now() - init_start;
+    use_device(o.only_device.value_or(0));  // exit 2 naming the devices that exist, for a bad index
+    CUDA_CHECK(cudaFree(nullptr));          // make sure the context exists before the clock stops
+    init_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - init_start).count();
     int current_device = -1;
     CUDA_CHECK(cudaGetDevice(&current_device));
-    facts.set("current_device", current_device)
-        .set("init_ms", std::chrono::duration<double, std::milli>(init).count());
+    facts.set("current_device", current_device).set("init_ms", timing(summarize({*init_ms})));
     out << "CUDA available: yes\n";
   }
   runtime.print_turned(out, "");
-  report.json().update(runtime.json().at(0));
-  if (!gpus.available()) return report.finish();  // with --device N too: no GPU is the answer
+  if (init_ms) out << format("driver load + context creation: %.1f ms (once per process: one run)\n", *init_ms);
+  report.json()["device"] = gpus.available() ? query_device(o.only_device.value_or(0)).name : "CPU";
+  report.json()["quick"] = o.common.quick;
+  report.json()["runtime"] = runtime.json().at(0);
+  return gpus;
+}
 
-  // get_device_properties(i) and mem_get_info(), for every device or the one asked for.
+// 2. get_device_properties(i) and mem_get_info(), with the peaks they imply, for every device or
+//    the one asked for.
+void show_devices(Report& report, const Options& o, int device_count) {
+  NvtxRange range("device properties");
+  std::ostream& out = report.out();
+  out << "\n== 2. each device: get_device_properties(), mem_get_info(), and the peaks they imply\n";
   Table devices = device_table();
-  {
-    NvtxRange range("device properties");
-    for (int d = 0; d < gpus.device_count; ++d) {
-      if (only_device && d != *only_device) continue;
-      const DeviceReport r = query_device(d);
-      add_device(devices, r);
-      report.check(r.total_global_mem > 0 && r.free_global_mem <= r.total_global_mem,
-                   "device " + std::to_string(d) + " reports more free than total memory");
-    }
+  for (int d = 0; d < device_count; ++d) {
+    if (o.only_device && d != *o.only_device) continue;
+    const DeviceReport r = query_device(d);
+    add_device(devices, r);
+    report.check(r.total_global_mem > 0 && r.free_global_mem <= r.total_global_mem,
+                 "device " + std::to_string(d) + " reports more free than total memory");
   }
-  out << "\n";
   devices.print_turned(out, "");
   report.json()["devices"] = devices.json();
   // The one-line why of the peaks (device_query_bench measures how close real work gets).
   out << "(each FP32 lane does one multiply-add, 2 FLOP, per clock; tensor cores multiply small matrices, dense,\n"
          " 8x (TF32) and 16x (BF16) that rate on sm_80 and sm_90, but only for matmuls)\n";
+}
 
-  if (gpus.device_count >= 2) {
-    Table peers(peer_columns(gpus.device_count));
-    fill_peer_table(peers, peer_access_matrix(gpus.device_count));
-    out << "\nPeer access (torch.cuda.can_device_access_peer: can the row's device use the column's memory):\n";
-    peers.print(out);
-    report.json()["peer_access"] = peers.json();
+// 3. can_device_access_peer(a, b) for every pair.
+void show_peers(Report& report, int device_count) {
+  std::ostream& out = report.out();
+  out << "\n== 3. peer access (torch.cuda.can_device_access_peer: can the row's device use the column's memory)\n";
+  if (device_count < 2) {
+    out << "one device: no pair to ask about\n";
+    return;
   }
+  Table peers(peer_columns(device_count));
+  fill_peer_table(peers, peer_access_matrix(device_count));
+  peers.print(out);
+  report.json()["peer_access"] = peers.json();
+}
 
-  const int current = only_device.value_or(0);
+int run(int argc, char** argv) {
+  Options o;
+  if (auto code = parse_options(argc, argv, o)) return *code;
+  Report report("device_query", o.common.json);
+
+  // 1. The runtime; no GPU is the answer, with --device N too.
+  const GpuAvailability gpus = show_runtime(report, o);
+  if (!gpus.available()) return report.finish();
+
+  // 2. Every device's properties, 3. which pairs reach each other.
+  show_devices(report, o, gpus.device_count);
+  show_peers(report, gpus.device_count);
+
+  // 4. Memory accounting on the current device, where it has stream-ordered pools.
+  const int current = o.only_device.value_or(0);
   if (query_device(current).memory_pools) {
-    memory_accounting(report, common.quick ? std::size_t{256} << 20 : std::size_t{1} << 30);
+    memory_accounting(report, o.common.quick ? std::size_t{256} << 20 : std::size_t{1} << 30);
   } else {
-    out << "\nMemory accounting skipped: device " << current
-        << " has no stream-ordered memory pools (cudaDevAttrMemoryPoolsSupported is 0)\n";
+    report.out() << "\n== 4. memory accounting skipped: device " << current
+                 << " has no stream-ordered memory pools (cudaDevAttrMemoryPoolsSupported is 0)\n";
   }
   return report.finish();
 }

@@ -3,24 +3,23 @@
 
     python3 pytorch_matmul.py                   # sizes 1024, 4096, 8192; y = a x + y on 100M floats
     python3 pytorch_matmul.py --quick           # sizes 256 and 257, 1000003 floats (what the test runs)
-    python3 pytorch_matmul.py --json out.json   # the bench's row fields, for a side-by-side
+    python3 pytorch_matmul.py --json out.json   # the bench's keys and row fields, for a side-by-side
 
 The same cuBLAS calls as the bench: torch.matmul on float32 tensors with TF32 off (fp32), then on
 (tf32), then on bfloat16 tensors (bf16, FP32 accumulate); and y.add_(x, alpha=a), one element-wise
 kernel. The same checks: 64 sampled outputs of each matmul against float64 on the CPU with the
 bench's tolerance (each precision's input and output rounding, scaled by the size of the terms),
 every element of y within two roundings. The same timing: CUDA events around each repeat after
-warm-up, the median. Exit codes as the C++ programs: 0 PASS, 1 FAIL, 2 bad usage, 77 no GPU.
+warm-up, each row's time_ms {median, min, max, runs}. Exit codes as the C++ programs: 0 PASS, 1 FAIL, 2 bad usage, 77 no GPU.
 """
 import math
 import os
 import random
-import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, device_index, finish, integer, report_stream, size, size_list  # noqa: E402  (cli.h's rules)
+from workbook_cli import Parser, device_index, finish, integer, report_stream, size, size_list, timing  # noqa: E402  (cli.h's rules)
 from torch_cuda import time_on_stream, use_cuda_device  # noqa: E402  (the GPU check; events, as event_timer.h)
 
 torch = needs("torch")
@@ -48,8 +47,8 @@ def set_tf32(allowed):
 
 
 def timed(work, warmup, repeats):
-    ms = time_on_stream(work, warmup, repeats)
-    return {"median_ms": statistics.median(ms), "min_ms": min(ms), "max_ms": max(ms), "repeats": len(ms)}
+    """{"median", "min", "max", "runs"} in ms, the bench's time_ms."""
+    return timing(time_on_stream(work, warmup, repeats))
 
 
 def sample_positions(n):
@@ -98,8 +97,9 @@ def measure_matmuls(n, args, dev, tensor_cores, rows, failures):
         if not ok:
             failures.append(f"{precision} matmul of size {n} differs from the reference")
             continue
-        row.update(timed(lambda: torch.matmul(x, y, out=c), 1 if args.quick else 3, args.repeats))
-        row.update(tflops=flop / (row["median_ms"] * 1e9), gbps=nbytes / (row["median_ms"] * 1e6))
+        row["time_ms"] = timed(lambda: torch.matmul(x, y, out=c), 1 if args.quick else 3, args.repeats)
+        ms = row["time_ms"]["median"]
+        row.update(tflops=flop / (ms * 1e9), gbps=nbytes / (ms * 1e6))
     set_tf32(False)
 
 
@@ -123,24 +123,26 @@ def measure_axpy(args, dev, rows, failures):
     if not ok:
         failures.append("y.add_(x, alpha=a) differs from the float64 reference by more than two roundings")
         return
-    row.update(timed(lambda: y.add_(x, alpha=alpha), 1 if args.quick else 3, args.repeats))
-    row.update(tflops=flop / (row["median_ms"] * 1e9), gbps=nbytes / (row["median_ms"] * 1e6))
+    row["time_ms"] = timed(lambda: y.add_(x, alpha=alpha), 1 if args.quick else 3, args.repeats)
+    ms = row["time_ms"]["median"]
+    row.update(tflops=flop / (ms * 1e9), gbps=nbytes / (ms * 1e6))
 
 
 def copy_gbps(dev, mib):
     src = torch.ones(mib << 18, device=dev)  # mib MiB of float32
     dst = torch.empty_like(src)
     t = timed(lambda: dst.copy_(src), 2, 10)
-    return 2.0 * src.numel() * 4 / (t["median_ms"] * 1e6)  # read + written, as common/copy_ceiling.h
+    return 2.0 * src.numel() * 4 / (t["median"] * 1e6)  # read + written, as common/copy_ceiling.h
 
 
 def print_table(rows):
-    print(f"  {'operation':9} {'precision':9} {'size':>10} {'FLOP/byte':>9} {'median ms':>10} {'TFLOP/s':>8} "
-          f"{'GB/s':>7} {'error/scale':>11}  check")
+    print(f"  {'operation':9} {'precision':9} {'size':>10} {'FLOP/byte':>9} {'ms':>9} {'min':>9} {'max':>9} {'runs':>4} "
+          f"{'TFLOP/s':>8} {'GB/s':>7} {'error/scale':>11}  check")
     for r in rows:
-        timed = "median_ms" in r
+        t = r.get("time_ms")
         print(f"  {r['operation']:9} {r['precision']:9} {r['size']:>10} {r['flop_per_byte']:9.1f} "
-              + (f"{r['median_ms']:10.3f} {r['tflops']:8.2f} {r['gbps']:7.0f} " if timed else f"{'':28} ")
+              + (f"{t['median']:9.3f} {t['min']:9.3f} {t['max']:9.3f} {t['runs']:4} {r['tflops']:8.2f} {r['gbps']:7.0f} "
+                 if t else f"{'':52}")
               + (f"{r['error_over_scale']:11.1e}  " if r.get("error_over_scale") is not None else f"{'':11}  ")
               + (r["check"] if "skipped" not in r else "skipped: " + r["skipped"]))
 
@@ -178,10 +180,11 @@ def main():
     print(f"checked against float64 on the CPU, then timed: median of {args.repeats} repeats after warm-up (CUDA events)")
     print_table(rows)
     print(f"  (a device-to-device copy reached {ceiling:.0f} GB/s, read + written)")
-    report = {"program": "pytorch_matmul", "torch_version": torch.__version__, "quick": quick, "sizes": args.sizes,
-              "device": {"index": args.device, "name": props.name, "compute_capability": f"{props.major}.{props.minor}",
-                         "multiprocessors": props.multi_processor_count},
-              "copy_gbps": ceiling, "rows": rows}
+    report = {"program": "pytorch_matmul", "device": props.name, "quick": quick, "sizes": args.sizes,
+              "repeats": args.repeats, "axpy_elements": args.axpy_elements, "torch_version": torch.__version__,
+              "device_properties": {"index": args.device, "compute_capability": f"{props.major}.{props.minor}",
+                                    "multiprocessors": props.multi_processor_count},
+              "copy_gbps": ceiling, "operations": rows}
     return finish(report, failures, args.json)
 
 

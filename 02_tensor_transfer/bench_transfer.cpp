@@ -46,10 +46,6 @@ struct Options {
   int random_mib = 256;   // size of the random tensor; --quick: 16
 };
 
-nlohmann::json stats_json(const Stats& t) {
-  return {{"median_ms", t.median}, {"min_ms", t.min}, {"max_ms", t.max}, {"repeats", t.count}};
-}
-
 // ---------------------------------------------------------------------------------------------
 // The random tensor: the lesson's check and timing, once more, for the plot's 10x target.
 
@@ -68,9 +64,9 @@ void measure_random_tensor(Report& report, const Options& o, cudaStream_t stream
                          workbook::gigabytes_per_second(static_cast<double>(bytes), r.on_gpu_gpu_time.median))
                << format("   made on the GPU: %.0fx faster (the chapter's target: at least 10x)\n", r.speedup());
   report.json()["random_tensor"] = {{"bytes", bytes},
-                                    {"host_then_copy", stats_json(r.host_then_copy)},
-                                    {"device", stats_json(r.on_gpu)},
-                                    {"device_gpu_time", stats_json(r.on_gpu_gpu_time)},
+                                    {"host_then_copy_ms", workbook::timing(r.host_then_copy)},
+                                    {"on_gpu_ms", workbook::timing(r.on_gpu)},
+                                    {"on_gpu_gpu_time_ms", workbook::timing(r.on_gpu_gpu_time)},
                                     {"speedup", r.speedup()}};
 }
 
@@ -149,7 +145,8 @@ std::vector<CopyRow> measure_bandwidth(Report& report, const Options& o, cudaStr
 
   nlohmann::json json_rows = nlohmann::json::array();
   for (const CopyRow& r : rows) {
-    nlohmann::json j = stats_json(r.t);
+    nlohmann::json j;
+    j["time_ms"] = workbook::timing(r.t);
     j["kind"] = r.kind;
     j["direction"] = r.direction;
     j["bytes"] = r.bytes;
@@ -271,9 +268,9 @@ void measure_pinning_cost(Report& report, const Options& o, const std::vector<Co
   out << format("   break-even: cudaMallocHost instead of malloc pays after %s copies, cudaHostRegister after %s\n",
                 copies_text(pin_copies).c_str(), copies_text(reg_copies).c_str());
   nlohmann::json j = {{"bytes", bytes},
-                      {"malloc_touch", stats_json(touch.acquire)},
-                      {"malloc_host", stats_json(pin.acquire)},
-                      {"host_register", stats_json(reg.acquire)},
+                      {"malloc_touch_ms", workbook::timing(touch.acquire)},
+                      {"malloc_host_ms", workbook::timing(pin.acquire)},
+                      {"host_register_ms", workbook::timing(reg.acquire)},
                       {"malloc_touch_ms_per_gib", per_gib(touch.acquire)},
                       {"malloc_host_ms_per_gib", per_gib(pin.acquire)},
                       {"host_register_ms_per_gib", per_gib(reg.acquire)},
@@ -287,8 +284,7 @@ void measure_pinning_cost(Report& report, const Options& o, const std::vector<Co
 
 // ---------------------------------------------------------------------------------------------
 
-int run(int argc, char** argv) {
-  Options o;
+std::optional<int> parse_options(int argc, char** argv, Options& o) {
   CLI::App app{"Chapter 02's bench: H2D/D2H/D2D bandwidth from 4 KiB to --max-mib for pageable, pinned and "
                "registered host memory, the cost of pinning, and the random tensor made on the host vs the GPU"};
   workbook::add_common_options(app, o.common);
@@ -297,7 +293,7 @@ int run(int argc, char** argv) {
   app.add_option("--repeats", o.repeats, "timed repeats of a small copy; large copies get fewer (default 20)");
   workbook::add_size_option(app, "--random-mib", o.random_mib,
                             "size of the random tensor in MiB (default 256; --quick: 16)");
-  if (auto code = workbook::parse_command_line(app, argc, argv)) return *code;
+  if (auto code = workbook::parse_command_line(app, argc, argv)) return code;
   if (o.common.quick) {  // --quick sets smaller defaults, explicit flags still win
     if (app.count("--max-mib") == 0) o.max_mib = 64;
     if (app.count("--random-mib") == 0) o.random_mib = 16;
@@ -311,7 +307,12 @@ int run(int argc, char** argv) {
   workbook::require_at_least("--repeats", o.repeats, 1);
   workbook::require_at_least("--random-mib", o.random_mib, 1);
   workbook::require_at_most("--random-mib", o.random_mib, 4096);
+  return std::nullopt;
+}
 
+int run(int argc, char** argv) {
+  Options o;
+  if (auto code = parse_options(argc, argv, o)) return *code;
   workbook::use_device(o.common.device);  // exit 77 without a GPU, 2 naming the devices for a bad index
   // The random tensor and the two copy buffers are never held at once: each must fit on its own.
   workbook::require_gpu_memory("--random-mib " + std::to_string(o.random_mib),
@@ -321,8 +322,11 @@ int run(int argc, char** argv) {
   CUDA_CHECK(cudaGetDeviceProperties(&prop, o.common.device));
   Report report("tensor_transfer_bench", o.common.json);
   report.out() << "device " << o.common.device << ": " << prop.name << (o.common.quick ? " (--quick)" : "") << "\n";
-  report.json()["device"] = {{"index", o.common.device}, {"name", prop.name}};
+  report.json()["device"] = prop.name;
   report.json()["quick"] = o.common.quick;
+  report.json()["max_mib"] = o.max_mib;
+  report.json()["repeats"] = o.repeats;
+  report.json()["random_mib"] = o.random_mib;
 
   workbook::Stream stream;
   measure_random_tensor(report, o, stream.get());

@@ -19,9 +19,9 @@ plt = needs("matplotlib.pyplot")
 MiB = 1 << 20
 
 # What this script reads of each program's --json (workbook_cli.shape_error).
-ROWS = [{"kind": "text", "direction": "text", "bytes": "positive", "gbps": "positive",
-         "median_ms": "positive", "min_ms": "number", "max_ms": "number"}]
-BENCH = {"device": {"name": "text"}, "bandwidth": ROWS, "random_tensor": {"bytes": "whole", "speedup": "number"}}
+TIMING = {"median": "positive", "min": "number", "max": "number", "runs": "whole"}  # common/table.h timing()
+ROWS = [{"kind": "text", "direction": "text", "bytes": "positive", "gbps": "positive", "time_ms": TIMING}]
+BENCH = {"device": "text", "bandwidth": ROWS, "random_tensor": {"bytes": "whole", "speedup": "number"}}
 PYTORCH = {"bandwidth": ROWS, "random_tensor": {"speedup": "number"}}
 
 
@@ -36,7 +36,8 @@ def row(rows, kind, direction, nbytes):
 
 def spread(r):
     """The min-to-max range of a measurement's repeats, relative to its median."""
-    return (r["max_ms"] - r["min_ms"]) / r["median_ms"]
+    t = r["time_ms"]
+    return (t["max"] - t["min"]) / t["median"]
 
 
 def versus_pytorch(ours, theirs):
@@ -78,7 +79,7 @@ def main():
         ax.grid(True, which="major", alpha=0.3)
     axes[0].set_ylabel("GB/s (1e9 bytes/s), median")
     axes[1].legend(loc="lower right", fontsize=8)
-    fig.suptitle(f"Copy bandwidth on {cpp['device']['name']}")
+    fig.suptitle(f"Copy bandwidth on {cpp['device']}")
     fig.tight_layout()
     fig.savefig(args.png, dpi=110)
     print(f"wrote {args.png}")

@@ -19,17 +19,12 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, device_index, finish, report_stream  # noqa: E402  (cli.h's flag rules)
+from workbook_cli import Parser, device_index, finish, report_stream, timing  # noqa: E402  (cli.h's flag rules)
 from torch_cuda import sleep_cycles_per_ms, time_on_stream, use_cuda_device  # noqa: E402  (the GPU check; events, as event_timer.h)
 
 torch = needs("torch")
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
-
-
-def stats(samples):
-    return {"median_ms": statistics.median(samples), "min_ms": min(samples), "max_ms": max(samples),
-            "repeats": len(samples)}
 
 
 def repeats_for(nbytes, base):
@@ -40,7 +35,8 @@ def repeats_for(nbytes, base):
 
 
 def events_stats(work, warmup, timed):
-    return stats(time_on_stream(work, warmup, timed))
+    """{"median", "min", "max", "runs"} in ms from CUDA events, as the bench's time_ms."""
+    return timing(time_on_stream(work, warmup, timed))
 
 
 def time_on_host(work, warmup, timed):
@@ -51,7 +47,7 @@ def time_on_host(work, warmup, timed):
         t0 = time.perf_counter()
         work()
         samples.append((time.perf_counter() - t0) * 1e3)
-    return stats(samples)
+    return timing(samples)
 
 
 def format_bytes(n):
@@ -91,7 +87,7 @@ def host_tensor(nbytes, kind):
 
 
 def tensor_semantics(report, failures, dev):
-    print("== (1) a tensor: metadata on the host, elements where the device says")
+    print("== 1. a tensor: metadata on the host, elements where the device says")
     x = pattern(3 * 1000 * 257 * 4, 1).view(torch.float32).view(3, 1000, 257)
     g = x.cuda(dev.index)
     same = g.to(dev)
@@ -115,7 +111,7 @@ def tensor_semantics(report, failures, dev):
 def random_tensor(report, failures, dev, quick):
     nbytes = (16 if quick else 256) * MiB
     n = nbytes // 4
-    print(f"== (2) a {format_bytes(nbytes)} Normal(0, 1) float32 tensor: torch.randn(n).to(cuda) vs "
+    print(f"== 2. a {format_bytes(nbytes)} Normal(0, 1) float32 tensor: torch.randn(n).to(cuda) vs "
           "torch.randn(n, device=cuda)")
     host = torch.empty(n)
     gpu = torch.empty(n, device=dev)
@@ -140,13 +136,14 @@ def random_tensor(report, failures, dev, quick):
     t_host = time_on_host(on_host, 1, 2 if quick else 3)
     t_dev = time_on_host(on_device, 2, 10)
     t_dev_gpu = events_stats(lambda: torch.randn(n, out=gpu), 2, 10)
-    speedup = t_host["median_ms"] / t_dev["median_ms"]
-    print(f"   host: torch.randn(n), then copy       {t_host['median_ms']:10.3f} ms")
-    print(f"   GPU:  torch.randn(n, device=cuda)     {t_dev['median_ms']:10.3f} ms  (GPU time "
-          f"{t_dev_gpu['median_ms']:.3f} ms)")
+    speedup = t_host["median"] / t_dev["median"]
+    print(f"   host: torch.randn(n), then copy       {t_host['median']:10.3f} ms  (min {t_host['min']:.3f}, "
+          f"max {t_host['max']:.3f})")
+    print(f"   GPU:  torch.randn(n, device=cuda)     {t_dev['median']:10.3f} ms  (GPU time "
+          f"{t_dev_gpu['median']:.3f} ms)")
     print(f"   made on the GPU: {speedup:.0f}x faster")
-    report["random_tensor"] = {"bytes": nbytes, "host_then_copy": t_host, "device": t_dev,
-                               "device_gpu_time": t_dev_gpu, "speedup": speedup}
+    report["random_tensor"] = {"bytes": nbytes, "host_then_copy_ms": t_host, "on_gpu_ms": t_dev,
+                               "on_gpu_gpu_time_ms": t_dev_gpu, "speedup": speedup}
 
 
 def bandwidth(report, failures, dev, quick, base_repeats):
@@ -194,9 +191,9 @@ def bandwidth(report, failures, dev, quick, base_repeats):
             for direction, t in (("h2d", t_h2d), ("d2h", t_d2h), ("d2d", d2d)):
                 if t is None:
                     continue
-                gbps = nbytes / (t["median_ms"] * 1e-3) / 1e9
-                row = dict(t, kind="device" if direction == "d2d" else kind, direction=direction, bytes=nbytes,
-                           gbps=gbps, verified=ok)
+                gbps = nbytes / (t["median"] * 1e-3) / 1e9
+                row = dict(time_ms=t, kind="device" if direction == "d2d" else kind, direction=direction,
+                           bytes=nbytes, gbps=gbps, verified=ok)
                 if direction == "d2d":
                     row["dram_gbps"] = 2 * gbps
                 rows.append(row)
@@ -209,7 +206,7 @@ def bandwidth(report, failures, dev, quick, base_repeats):
         return next((r["gbps"] for r in rows if r["kind"] == kind and r["direction"] == direction
                      and r["bytes"] == nbytes), 0.0)
 
-    print("== (3) copy bandwidth in GB/s, median of repeats after warm-up; every size verified")
+    print("== 3. copy bandwidth in GB/s, median of repeats after warm-up; every size verified")
     print(f"   {'size':>8} | {'pageable':>8} {'':>8} | {'pinned':>8} {'':>8} | {'registered':>10} {'':>8} | {'D2D':>8}")
     print(f"   {'':>8} | {'H2D':>8} {'D2H':>8} | {'H2D':>8} {'D2H':>8} | {'H2D':>10} {'D2H':>8} | {'':>8}")
     for nbytes in sizes:
@@ -254,7 +251,7 @@ def pinning(report, rows, quick):
         del t
 
     def row(kind):
-        return next(r["median_ms"] for r in rows if r["kind"] == kind and r["direction"] == "h2d" and r["bytes"] == nbytes)
+        return next(r["time_ms"]["median"] for r in rows if r["kind"] == kind and r["direction"] == "h2d" and r["bytes"] == nbytes)
 
     def break_even(cost, pageable_ms, pinned_ms):
         saving = pageable_ms - pinned_ms
@@ -264,14 +261,15 @@ def pinning(report, rows, quick):
 
     per_gib = GiB / nbytes
     t_touch, t_pin, t_reg = (statistics.median(s) for s in (touch, pin, reg))
-    print(f"== (4) the cost of page-locking {format_bytes(nbytes)}, per GiB (median of {repeats})")
+    print(f"== 4. the cost of page-locking {format_bytes(nbytes)}, per GiB (median of {repeats})")
     print(f"   torch.empty + first touch            {t_touch * per_gib:8.1f} ms per GiB")
     print(f"   tensor.pin_memory()                  {t_pin * per_gib:8.1f} ms per GiB  (first call {pin[0] * per_gib:.1f}:"
           " PyTorch caches pinned blocks)")
     print(f"   cudaHostRegister (touched memory)    {t_reg * per_gib:8.1f} ms per GiB  (cudaHostUnregister "
           f"{statistics.median(unreg) * per_gib:.1f})")
     report["pinning"] = {
-        "bytes": nbytes, "malloc_touch": stats(touch), "malloc_host": stats(pin), "host_register": stats(reg),
+        "bytes": nbytes, "malloc_touch_ms": timing(touch), "malloc_host_ms": timing(pin),
+        "host_register_ms": timing(reg),
         "malloc_touch_ms_per_gib": t_touch * per_gib, "malloc_host_ms_per_gib": t_pin * per_gib,
         "host_register_ms_per_gib": t_reg * per_gib,
         "host_unregister_release_ms_per_gib": statistics.median(unreg) * per_gib,
@@ -287,7 +285,7 @@ def non_blocking(report, dev, quick):
     spin_ms = 10.0 if quick else 20.0
     cycles_per_ms = sleep_cycles_per_ms()  # torch.cuda._sleep spins for GPU clock cycles
     gpu = torch.empty(nbytes, dtype=torch.uint8, device=dev).fill_(1)
-    print(f"== (5) non_blocking=True: host time inside the copy call, queued behind a {spin_ms:.0f} ms kernel "
+    print(f"== 5. non_blocking=True: host time inside the copy call, queued behind a {spin_ms:.0f} ms kernel "
           f"({format_bytes(nbytes)})")
     result = {"bytes": nbytes, "spin_ms": spin_ms}
     for kind in ("pageable", "pinned"):
@@ -311,10 +309,11 @@ def non_blocking(report, dev, quick):
                 if i > 0:  # the first is the warm-up
                     samples.append(call_ms)
                     early = early and busy
-            median = statistics.median(samples)
-            print(f"   {kind:<8} {direction.upper()}: {median:9.3f} ms in the call; returned before the kernel "
-                  f"ahead of it finished: {'yes' if early else 'no'}")
-            result[f"{kind}_{direction}"] = {"call_ms": median, "returned_while_busy": early}
+            call = timing(samples)
+            print(f"   {kind:<8} {direction.upper()}: {call['median']:9.3f} ms in the call (min {call['min']:.3f}, "
+                  f"max {call['max']:.3f}, {call['runs']} calls); returned before the kernel ahead of it finished: "
+                  f"{'yes' if early else 'no'}")
+            result[f"{kind}_{direction}"] = {"call_ms": call, "returned_while_busy": early}
     report["non_blocking"] = result
 
 
@@ -327,25 +326,27 @@ def main():
     require("torch")
     dev = use_cuda_device("pytorch_transfer", args.device)
     sys.stdout = report_stream(args.json)  # keep stdout for the JSON object under --json -
-    report = {"device": {"index": args.device, "name": torch.cuda.get_device_name(dev)}, "quick": args.quick}
+    # The bench's settings, as its --quick sets them (the sizes below follow the same rule).
+    report = {"program": "pytorch_transfer", "device": torch.cuda.get_device_name(dev), "quick": args.quick,
+              "max_mib": 64 if args.quick else 1024, "repeats": 5 if args.quick else 20,
+              "random_mib": 16 if args.quick else 256}
     failures = []
-    print(f"device {args.device}: {report['device']['name']} (PyTorch {torch.__version__})"
+    print(f"device {args.device}: {report['device']} (PyTorch {torch.__version__})"
           f"{' (--quick)' if args.quick else ''}")
     tensor_semantics(report, failures, dev)
     random_tensor(report, failures, dev, args.quick)
     free_before, total = torch.cuda.mem_get_info(dev)
-    rows = bandwidth(report, failures, dev, args.quick, 5 if args.quick else 20)
+    rows = bandwidth(report, failures, dev, args.quick, report["repeats"])
     pinning(report, rows, args.quick)
     non_blocking(report, dev, args.quick)
     free_after, _ = torch.cuda.mem_get_info(dev)
-    print("== (6) device memory: torch.cuda.mem_get_info (the driver's view) vs PyTorch's own accounting")
+    print("== 6. device memory: torch.cuda.mem_get_info (the driver's view) vs PyTorch's own accounting")
     m = report["memory"]
     print(f"   total {total / GiB:.2f} GiB, free {free_before / GiB:.2f} GiB before the two copy buffers; with them: "
           f"free {m['free_after_alloc_bytes'] / GiB:.2f} GiB,\n   memory_allocated {m['memory_allocated_bytes'] / MiB:.0f} MiB, "
           f"memory_reserved {m['memory_reserved_bytes'] / MiB:.0f} MiB; free at the end {free_after / GiB:.2f} GiB "
           "(the caching allocator keeps what it reserved)")
     m.update(total_bytes=total, free_before_bytes=free_before, free_after_free_bytes=free_after)
-    report["program"] = "pytorch_transfer"
     return finish(report, failures, args.json)
 
 

@@ -1,10 +1,11 @@
 // tensor_transfer.cu: chapter 02's lesson. A PyTorch tensor is two things: a small host object
 // (shape, dtype, device) and a block of elements that lives where the device says. Moving it is
 // a cudaMemcpy, and how fast that runs depends on the host memory at the other end: pageable
-// (plain malloc), pinned (cudaMallocHost) or registered (cudaHostRegister). In order: (1) the
-// tensor type and its round trips; (2) a random tensor made on the host and copied, against one
-// made on the GPU; (3) one copy of each kind of host memory, each way, and one on the device;
-// (4) what non_blocking=True buys; (5) cudaMemGetInfo around the allocations.
+// (plain malloc), pinned (cudaMallocHost) or registered (cudaHostRegister). The steps, numbered
+// as the report prints them (== 1. ...): 1. the tensor type and its round trips; 2. a random
+// tensor made on the host and copied, against one made on the GPU; 3. one copy of each kind of
+// host memory, each way, and one on the device; 4. all of them timed, with what non_blocking=True
+// buys; 5. cudaMemGetInfo around the allocations.
 // Read it beside "Understanding the Host and Device Paradigm" (tensor metadata in host RAM and
 // data in VRAM, host-device synchronization, non_blocking), "The Role of GPUs in Deep Learning"
 // (tensors on the device, .to(), .cuda(), get_device()) and "How to Use CUDA with PyTorch:
@@ -149,7 +150,7 @@ void spin_on_gpu(double milliseconds, cudaStream_t stream) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// (1) The tensor: x.cuda() is one cudaMalloc and one copy; x.shape and x.get_device() are host reads.
+// 1. The tensor: x.cuda() is one cudaMalloc and one copy; x.shape and x.get_device() are host reads.
 
 void show_tensor(workbook::Report& report, int gpu) {
   workbook::NvtxRange range("tensor semantics");
@@ -187,7 +188,7 @@ void show_tensor(workbook::Report& report, int gpu) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// (2) torch.randn(n).to('cuda') against torch.randn(n, device='cuda').
+// 2. torch.randn(n).to('cuda') against torch.randn(n, device='cuda').
 
 RandomTensor::RandomTensor(std::size_t bytes_, int gpu_index, cudaStream_t stream_)
     : bytes(bytes_),
@@ -246,7 +247,7 @@ RandomTensorTimes time_random_tensor(RandomTensor& t, int host_repeats) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// (3) Copies: x.to('cuda') and g.cpu() are cudaMemcpyAsync; the host memory decides their speed.
+// 3. Copies: x.to('cuda') and g.cpu() are cudaMemcpyAsync; the host memory decides their speed.
 
 bool round_trip_exact(const HostBuffer& src, HostBuffer& dst, std::size_t bytes, std::byte* d_a, std::byte* d_b,
                       cudaStream_t stream) {
@@ -268,7 +269,7 @@ workbook::Stats time_copy(void* dst, const void* src, std::size_t bytes, cudaMem
 }
 
 // ---------------------------------------------------------------------------------------------
-// (4) non_blocking=True is cudaMemcpyAsync without a wait afterwards. Does the host run on?
+// 4. non_blocking=True is cudaMemcpyAsync without a wait afterwards. Does the host run on?
 
 AsyncCall time_async_call(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind direction, double spin_ms,
                           cudaStream_t stream) {
@@ -286,8 +287,8 @@ AsyncCall time_async_call(void* dst, const void* src, std::size_t bytes, cudaMem
   return {call_ms, state == cudaErrorNotReady};
 }
 
-AsyncCall non_blocking_copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind direction, double spin_ms,
-                            cudaStream_t stream) {
+NonBlockingCopy non_blocking_copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind direction,
+                                  double spin_ms, cudaStream_t stream) {
   workbook::NvtxRange range("non_blocking");
   (void)time_async_call(dst, src, bytes, direction, 1.0, stream);  // warm-up
   std::vector<double> ms;
@@ -297,11 +298,11 @@ AsyncCall non_blocking_copy(void* dst, const void* src, std::size_t bytes, cudaM
     ms.push_back(call.call_ms);
     early = early && call.returned_while_busy;
   }
-  return {workbook::median(ms), early};
+  return {workbook::summarize(ms), early};
 }
 
 // ---------------------------------------------------------------------------------------------
-// (5) torch.cuda.mem_get_info() is this call.
+// 5. torch.cuda.mem_get_info() is this call.
 
 
 }  // namespace workbook::transfer
@@ -380,7 +381,7 @@ Table::Row& add_row(Table& table, const char* what, const char* kind, const char
 }
 
 void set_times(Table::Row& row, const workbook::Stats& t, std::size_t bytes) {
-  row.set("median_ms", t.median).set("min_ms", t.min).set("max_ms", t.max).set("repeats", t.count);
+  row.set("time_ms", workbook::timing(t));
   row.set("gbps", workbook::gigabytes_per_second(static_cast<double>(bytes), t.median));
 }
 
@@ -398,8 +399,8 @@ void time_copies(CopyBuffers& c, const Options& o, Table& table, cudaStream_t st
                                 h2d ? "h2d" : "d2h", o.copy_mib);
       set_times(row, time_copy(dst, src, c.bytes, direction, stream, repeats), c.bytes);
       if (side.kind == HostMemory::kRegistered) continue;  // to the copy engine the same as pinned
-      const AsyncCall call = non_blocking_copy(dst, src, c.bytes, direction, o.spin_ms, stream);
-      row.set("call_ms", call.call_ms).set("returned_while_busy", call.returned_while_busy);
+      const NonBlockingCopy call = non_blocking_copy(dst, src, c.bytes, direction, o.spin_ms, stream);
+      row.set("call_ms", workbook::timing(call.call)).set("returned_while_busy", call.returned_while_busy);
     }
   }
   Table::Row& row = add_row(table, "g.clone()", "device", "d2d", o.copy_mib);
@@ -408,7 +409,7 @@ void time_copies(CopyBuffers& c, const Options& o, Table& table, cudaStream_t st
 
 void print_memory(std::ostream& out, const MemoryInfo& before, const MemoryInfo& allocated, const MemoryInfo& after,
                   std::size_t bytes) {
-  out << "== (5) device memory by cudaMemGetInfo (the driver's view, as torch.cuda.mem_get_info)\n";
+  out << "== 5. device memory by cudaMemGetInfo (the driver's view, as torch.cuda.mem_get_info)\n";
   out << format("   total %.2f GiB; free %.2f GiB before the copy buffers (the CUDA context and other\n"
                 "   processes hold the difference)\n",
                 static_cast<double>(before.total) / kGiB, static_cast<double>(before.free) / kGiB);
@@ -416,6 +417,12 @@ void print_memory(std::ostream& out, const MemoryInfo& before, const MemoryInfo&
                 workbook::format_bytes(bytes).c_str(),
                 (static_cast<double>(before.free) - static_cast<double>(allocated.free)) / kMiB,
                 2.0 * static_cast<double>(bytes) / kMiB, static_cast<double>(after.free) / kGiB);
+}
+
+std::string device_name(int gpu) {
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, gpu));
+  return prop.name;
 }
 
 int run(int argc, char** argv) {
@@ -433,33 +440,37 @@ int run(int argc, char** argv) {
   out << "device " << gpu << ": " << workbook::describe_device(gpu) << (o.common.quick ? " (--quick)" : "") << "\n";
   workbook::Stream stream;
 
-  // 1. Check: the tensor, both random tensors, and a round trip through each kind of host memory.
-  out << "== (1) a tensor: metadata on the host, elements where the device says\n";
+  // Every step is checked first; only if all pass is anything timed (step 4).
+  // 1. The tensor: metadata on the host, elements on the GPU, round trips.
+  out << "== 1. a tensor: metadata on the host, elements where the device says\n";
   show_tensor(report, gpu);
-  out << "== (2) a " << workbook::format_bytes(random_bytes)
+  // 2. Both random tensors.
+  out << "== 2. a " << workbook::format_bytes(random_bytes)
       << " Normal(0, 1) float32 tensor: made on the host and copied, or made on the GPU\n";
   RandomTensor random(random_bytes, gpu, stream.get());
   check_random_tensor(random, report);
-  out << "== (3) copies of " << workbook::format_bytes(bytes) << ", H2D -> D2D -> D2H, compared with the source\n";
+  // 3. A round trip through each kind of host memory.
+  out << "== 3. copies of " << workbook::format_bytes(bytes) << ", H2D -> D2D -> D2H, compared with the source\n";
   const MemoryInfo before = memory_info();
   auto copies = std::make_unique<CopyBuffers>(bytes);
   const MemoryInfo allocated = copies->with_device_buffers;
   check_copies(*copies, report, stream.get());
 
-  // 2. Time, once everything above has passed: the random tensors, then every copy.
-  Table table({{"what", "what"}, {"kind", "host memory"}, {"direction", "copy"}, {"mib", "MiB"}, {"median_ms", "ms", 3},
-               {"min_ms", "min", 3}, {"max_ms", "max", 3}, {"repeats", ""}, {"gbps", "GB/s", 1},
-               {"call_ms", "call ms", 3}, {"returned_while_busy", "returned early"}});
+  // 4. Time, once everything above has passed: the random tensors, then every copy.
+  using Style = workbook::Column::Style;
+  Table table({{"what", "what"}, {"kind", "host memory"}, {"direction", "copy"}, {"mib", "MiB"},
+               {"time_ms", "ms", 3, Style::kTiming}, {"gbps", "GB/s", 1}, {"call_ms", "call ms", 3, Style::kTiming},
+               {"returned_while_busy", "returned early"}});
   if (report.passed()) {
     const RandomTensorTimes r = time_random_tensor(random, o.common.quick ? 2 : 3);
     set_times(add_row(table, "torch.randn(n).to('cuda')", "pageable", "h2d", o.random_mib), r.host_then_copy,
               random_bytes);
     set_times(add_row(table, "torch.randn(n, device='cuda')", "none", nullptr, o.random_mib), r.on_gpu, random_bytes);
     time_copies(*copies, o, table, stream.get());
-    out << "== (4) each step, median of the timed repeats after warm-up (copies: CUDA events; randn: the host\n"
-        << "   clock, from the call until the numbers are in GPU memory). non_blocking: call ms is the host time\n"
-        << format("   in cudaMemcpyAsync queued behind a %.0f ms kernel; returned early: before that kernel finished\n",
-                  o.spin_ms);
+    out << "== 4. each step timed: the median of the timed repeats after warm-up, then min, max, runs (copies:\n"
+        << "   CUDA events; randn: the host clock, from the call until the numbers are in GPU memory). non_blocking:\n"
+        << format("   call ms is the host time in cudaMemcpyAsync queued behind a %.0f ms kernel (3 calls); returned\n"
+                  "   early: before that kernel finished\n", o.spin_ms);
     table.print(out, "   ");
     out << format("   made on the GPU: %.0fx faster (the chapter's target: at least 10x); cuRAND alone: %.3f ms of "
                   "GPU time\n", r.speedup(), r.on_gpu_gpu_time.median)
@@ -467,10 +478,17 @@ int run(int argc, char** argv) {
         << "    its own pinned buffer and the host waits for the GPU, whatever non_blocking says; D2D moves each\n"
         << "    byte twice through GPU memory, read and write: its DRAM traffic is 2x the figure)\n";
   } else {
-    out << "== (4) nothing timed: a check above failed\n";
+    out << "== 4. nothing timed: a check above failed\n";
   }
+  // 5. What the driver saw of the allocations.
   copies.reset();
   print_memory(out, before, allocated, memory_info(), bytes);
+  report.json()["device"] = device_name(gpu);
+  report.json()["quick"] = o.common.quick;
+  report.json()["copy_mib"] = o.copy_mib;
+  report.json()["random_mib"] = o.random_mib;
+  report.json()["repeats"] = o.repeats;
+  report.json()["spin_ms"] = o.spin_ms;
   report.json()["transfers"] = table.json();
   return report.finish();
 }

@@ -63,12 +63,12 @@ Tensor randn(const Shape& shape, Device device, std::uint64_t seed);
 // nanosecond timer, so boost clocks do not change it): a stand-in for a long training step.
 void spin_on_gpu(double milliseconds, cudaStream_t stream);
 
-// ---- The stories, in the order the program tells them
+// ---- The steps, numbered as the program prints them (== 1. ...)
 
-// (1) A tensor's metadata on the host, its elements on the GPU, and bit-exact round trips.
+// 1. A tensor's metadata on the host, its elements on the GPU, and bit-exact round trips.
 void show_tensor(workbook::Report& report, int gpu);
 
-// (2) One Normal(0, 1) float32 tensor of `bytes`, held on the host (pageable, as torch.randn(n))
+// 2. One Normal(0, 1) float32 tensor of `bytes`, held on the host (pageable, as torch.randn(n))
 // and on the GPU, with the generator that fills it there.
 struct RandomTensor {
   RandomTensor(std::size_t bytes, int gpu, cudaStream_t stream);
@@ -92,7 +92,7 @@ struct RandomTensorTimes {
 };
 RandomTensorTimes time_random_tensor(RandomTensor& t, int host_repeats);
 
-// (3) Poisons dst, d_a and d_b, then copies src -> d_a (H2D) -> d_b (D2D) -> dst (D2H) on
+// 3. Poisons dst, d_a and d_b, then copies src -> d_a (H2D) -> d_b (D2D) -> dst (D2H) on
 // `stream` and compares dst with src (fill src with fill_pattern first). All buffers hold at
 // least `bytes`.
 bool round_trip_exact(const HostBuffer& src, HostBuffer& dst, std::size_t bytes, std::byte* d_a, std::byte* d_b,
@@ -102,7 +102,7 @@ bool round_trip_exact(const HostBuffer& src, HostBuffer& dst, std::size_t bytes,
 workbook::Stats time_copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind direction,
                           cudaStream_t stream, workbook::Repeats repeats);
 
-// (4) non_blocking=True: the host time inside cudaMemcpyAsync queued behind a `spin_ms` kernel,
+// 4. non_blocking=True: the host time inside cudaMemcpyAsync queued behind a `spin_ms` kernel,
 // and whether the call returned while that kernel still ran.
 struct AsyncCall {
   double call_ms = 0.0;
@@ -110,11 +110,15 @@ struct AsyncCall {
 };
 AsyncCall time_async_call(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind direction, double spin_ms,
                           cudaStream_t stream);
-// A warm-up call, then three: the median call time, and whether all three returned early.
-AsyncCall non_blocking_copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind direction, double spin_ms,
+// A warm-up call, then three: their call times, and whether all three returned early.
+struct NonBlockingCopy {
+  workbook::Stats call;  // the host's time inside cudaMemcpyAsync, ms
+  bool returned_while_busy = false;
+};
+NonBlockingCopy non_blocking_copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind direction, double spin_ms,
                             cudaStream_t stream);
 
-// (5) torch.cuda.mem_get_info(): the driver's view of device memory.
+// 5. torch.cuda.mem_get_info(): the driver's view of device memory.
 // memory_info() (cudaMemGetInfo, torch.cuda.mem_get_info): common/gpu_memory.h.
 
 }  // namespace workbook::transfer

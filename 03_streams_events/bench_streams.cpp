@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -129,26 +130,41 @@ void summarize(const std::vector<TraceOp>& ops, const std::vector<std::string>& 
   report.json()["tracks"] = table.json();
 }
 
-int run(int argc, char** argv) {
-  CLI::App app{"Chapter 03's bench: the timeline of the K-stream pipeline and the article's two streams"};
+struct Options {
   CommonOptions common;
-  add_common_options(app, common);
-  WorkloadOptions workload;
-  add_workload_options(app, workload);
+  WorkloadOptions workload;  // --chunks, --chunk-elements, --iterations (workload.cpp, shared with the lesson)
   std::string trace_path;
   int trace_streams = 4;
-  app.add_option("--trace", trace_path, "write a Chrome trace (Perfetto, chrome://tracing) to FILE")->type_name("FILE");
-  app.add_option("--trace-streams", trace_streams, "K of the traced K-stream run (default 4)");
-  if (auto code = parse_command_line(app, argc, argv)) return *code;
-  finish_workload_options(app, common.quick, workload);
-  require_at_least("--trace-streams", trace_streams, 1);
-  require_at_most("--trace-streams", trace_streams, 64);
-  if (app.count("--trace")) require_output_file("--trace", trace_path);
+};
 
+// Every flag is checked before any CUDA call, so bad usage exits 2 even without a GPU.
+std::optional<int> parse_options(int argc, char** argv, Options& o) {
+  CLI::App app{"Chapter 03's bench: the timeline of the K-stream pipeline and the article's two streams"};
+  add_common_options(app, o.common);
+  add_workload_options(app, o.workload);
+  app.add_option("--trace", o.trace_path, "write a Chrome trace (Perfetto, chrome://tracing) to FILE")
+      ->type_name("FILE");
+  app.add_option("--trace-streams", o.trace_streams, "K of the traced K-stream run (default 4)");
+  if (auto code = parse_command_line(app, argc, argv)) return code;
+  finish_workload_options(app, o.common.quick, o.workload);
+  require_at_least("--trace-streams", o.trace_streams, 1);
+  require_at_most("--trace-streams", o.trace_streams, 64);
+  if (app.count("--trace")) require_output_file("--trace", o.trace_path);
+  return std::nullopt;
+}
+
+int run(int argc, char** argv) {
+  Options o;
+  if (auto code = parse_options(argc, argv, o)) return *code;
+  const CommonOptions& common = o.common;
+  const int trace_streams = o.trace_streams;
+  const std::string& trace_path = o.trace_path;
   use_device(common.device);
   Report report("streams_events_bench", common.json);
   report_device(common.device, report);
-  BatchBuffers buffers(workload);
+  report.json()["quick"] = common.quick;
+  report.json()["trace_streams"] = trace_streams;
+  BatchBuffers buffers(o.workload);
   Batch& batch = buffers.batch;
   std::optional<Calibration> calibration;
   if (batch.iterations == 0) {  // as the lesson does, so that both run the same workload

@@ -1,4 +1,4 @@
-// default_stream.cu: chapter 03's fifth story, the default stream. Work issued without a stream
+// default_stream.cu: step 6 of chapter 03's lesson, the default stream. Work issued without a stream
 // goes to the legacy default stream (stream 0, what PyTorch's current stream is unless you make
 // another), and that stream is special: a kernel on it waits for all earlier work on every
 // blocking stream of the device, and later work on those streams waits for it. A stream made with

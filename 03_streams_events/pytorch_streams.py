@@ -16,14 +16,13 @@ The compute stage is one elementwise kernel per chunk, compiled at run time by P
 kernel launches, which would measure Python, not streams.
 """
 import os
-import statistics
 import struct
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, device_index, finish, int_list, integer, report_stream, size  # noqa: E402  (cli.h's flag rules)
+from workbook_cli import Parser, device_index, finish, int_list, integer, report_stream, size, timing  # noqa: E402  (cli.h's flag rules)
 from torch_cuda import sleep_cycles_per_ms, use_cuda_device  # noqa: E402  (no GPU: 77; no such --device: 2)
 
 np = needs("numpy")
@@ -81,10 +80,6 @@ def parse_args():
     return a
 
 
-def stats(samples):
-    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples)}
-
-
 def make_compute():
     """The compute stage as one kernel: jiterator, or (without NVRTC) an eager loop of launches."""
     try:
@@ -132,7 +127,7 @@ class Batch:
 
 
 def time_on_stream(stream, warmup, repeats, work):
-    """Like workbook::time_on_stream: an event pair per repeat on `stream`, median of the repeats."""
+    """Like workbook::time_on_stream: an event pair per repeat on `stream`; {"median", "min", "max", "runs"}."""
     for _ in range(warmup):
         work()
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
@@ -142,7 +137,7 @@ def time_on_stream(stream, warmup, repeats, work):
         work()
         stop.record(stream)
     stops[-1].synchronize()
-    return stats([a.elapsed_time(b) for a, b in zip(starts, stops)])
+    return timing([a.elapsed_time(b) for a, b in zip(starts, stops)])
 
 
 def enqueue_serial(b, stream):
@@ -214,7 +209,8 @@ def main():
     use_cuda_device("pytorch_streams", a.device)
     warmup = 1 if a.quick else 3
     log = report_stream(a.json)
-    out = {"program": "pytorch_streams", "device": torch.cuda.get_device_name(a.device)}
+    out = {"program": "pytorch_streams", "device": torch.cuda.get_device_name(a.device), "quick": a.quick,
+           "streams": a.streams, "repeats": a.repeats}
     engines = copy_engine_count(a.device)
     out["async_engine_count"] = engines
     per_direction = engines is None or engines >= 2
@@ -252,8 +248,9 @@ def main():
     calibration = None
     if calibrated:  # compute as long as both copies at once (the copies' floor), as the C++ program does
         enqueue_serial(b, main_stream)
-        t_in, t_out = stage(b.copy_in)["median"], stage(b.copy_out)["median"]
-        t_both = time_on_stream(main_stream, warmup, a.repeats, both_ways)["median"]
+        copies_in, copies_out = stage(b.copy_in), stage(b.copy_out)
+        copies_both = time_on_stream(main_stream, warmup, a.repeats, both_ways)
+        t_in, t_out, t_both = copies_in["median"], copies_out["median"], copies_both["median"]
         times = {}
         for it in (64, 2048):
             b.iterations = it
@@ -263,8 +260,8 @@ def main():
         def iterations_for(target_ms):
             return int(min(max(64 + (target_ms - times[64]) / slope, 1), 1e6)) if slope > 0 else 2048
         b.iterations = iterations_for(max(t_both, t_in, t_out))  # overlap_bound.h copy_floor_ms
-        calibration = {"target": "both copies at once", "target_ms": max(t_both, t_in, t_out), "h2d_ms": t_in,
-                       "d2h_ms": t_out, "copies_together_ms": t_both,
+        calibration = {"target": "both copies at once", "target_ms": max(t_both, t_in, t_out), "h2d_ms": copies_in,
+                       "d2h_ms": copies_out, "copies_together_ms": copies_both,
                        "iterations_for_slower_copy": iterations_for(max(t_in, t_out))}
     out["workload"] = {"chunks": a.chunks, "chunk_elements": a.chunk_elements, "chunk_bytes": 4 * a.chunk_elements,
                        "total_bytes": total_bytes, "iterations": b.iterations, "iterations_calibrated": calibrated}
@@ -273,7 +270,9 @@ def main():
     print(f"workload: {a.chunks} chunks x {a.chunk_elements} floats, {b.iterations} multiply-adds per element"
           f"{' (calibrated: as long as both copies at once)' if calibrated else ''}", file=log)
 
-    # Reference and checks: serial result vs the float64 emulation; every schedule vs serial.
+    # 1. Checks: serial result vs the float64 emulation; every schedule vs serial; the ordering
+    # between the article's two streams, with a late producer.
+    print("== 1. every schedule checked before it is timed", file=log)
     b.poison()
     enqueue_serial(b, main_stream)
     main_stream.synchronize()
@@ -305,9 +304,24 @@ def main():
     two_identical = torch.equal(b.h_out, serial_result)
     if not two_identical:
         failures.append("two-stream pattern: result differs from the serial result")
+    cpm = sleep_cycles_per_ms()  # torch.cuda._sleep spins for GPU clock cycles
+    few = min(a.chunks, 8)
+    b.poison()
+    enqueue_two_stream(b, transfer, compute_stream, copied, wait=not a.drop_wait, chunks=few,
+                       delay_cycles=int(a.producer_delay_us / 1000 * cpm))
+    compute_stream.synchronize()
+    got, want = b.h_out[:few].reshape(-1), serial_result[:few].reshape(-1)
+    stale = int((got.view(torch.int32) != want.view(torch.int32)).sum())
+    out["ordering_check"] = {"waits_dropped": a.drop_wait, "producer_delay_us": a.producer_delay_us,
+                             "checked_elements": int(want.numel()), "stale_elements": stale}
+    print(f"ordering check ({'wait_event DROPPED' if a.drop_wait else 'wait_event'}): {stale} of {want.numel()} "
+          "elements read before their copy landed", file=log)
+    if stale:
+        failures.append(f"{stale} of {want.numel()} elements were read before their copy landed (no wait_event)")
+    print(f"check: every schedule gives the serial result bit for bit: "
+          f"{'yes' if two_identical and all(identical.values()) else 'NO'}", file=log)
 
-    # 1. Asynchrony: a long kernel's launch returns at once; reading a result waits for it.
-    cpm = sleep_cycles_per_ms()
+    # 2. The stream is a queue: a long kernel's launch returns at once; reading a result waits for it.
     kernel_ms_target = 5 if a.quick else 20
     launch_us, read_ms, kernel_ms, before_done = [], [], [], True
     result = torch.zeros(1, device="cuda")
@@ -330,13 +344,13 @@ def main():
         launch_us.append(1e6 * (t1 - t0))
         read_ms.append(1e3 * (t3 - t2))
         kernel_ms.append(start.elapsed_time(stop))
-    out["asynchrony"] = {"kernel_ms": stats(kernel_ms), "launch_us": stats(launch_us),
-                         "read_blocked_ms": stats(read_ms), "returned_before_done": before_done}
-    print(f"asynchrony: launch returned after {stats(launch_us)['median']:.1f} us (GPU still busy: "
-          f"{'yes' if before_done else 'no'}); .item() blocked {stats(read_ms)['median']:.3f} ms "
-          f"(kernel {stats(kernel_ms)['median']:.3f} ms)", file=log)
+    out["asynchrony"] = {"kernel_ms": timing(kernel_ms), "launch_us": timing(launch_us),
+                         "read_blocked_ms": timing(read_ms), "returned_before_done": before_done}
+    print(f"== 2. the stream is a queue: launch returned after {timing(launch_us)['median']:.1f} us (GPU still busy: "
+          f"{'yes' if before_done else 'no'}); .item() blocked {timing(read_ms)['median']:.3f} ms "
+          f"(kernel {timing(kernel_ms)['median']:.3f} ms)", file=log)
 
-    # 2. Stages alone, the bound, K streams.
+    # 3. Each stage alone, and the bounds.
     copy_in, comp, copy_out = stage(b.copy_in), stage(b.compute_chunk), stage(b.copy_out)
     together = time_on_stream(main_stream, warmup, a.repeats, both_ways)
     serial = time_on_stream(main_stream, warmup, a.repeats, lambda: enqueue_serial(b, main_stream))
@@ -354,10 +368,14 @@ def main():
     out["bound"] = {"copy_engines_per_direction": per_direction, "stages_alone_ms": alone_ms,
                     "stages_alone_speedup": textbook, "copies_together_ms": duplex_ms, "copies_together_speedup": bound,
                     "fill_drain_ms": floor_ms, "fill_drain_speedup": total / floor_ms}
-    print(f"stages alone: H2D {t_in:.3f} ms, compute {t_c:.3f} ms, D2H {t_out:.3f} ms; both copies at once "
+    print(f"== 3. the stages alone: H2D {t_in:.3f} ms, compute {t_c:.3f} ms, D2H {t_out:.3f} ms; both copies at once "
           f"{t_both:.3f} ms; serial {serial['median']:.3f} ms", file=log)
     print(f"bound: {textbook:.2f}x from the stages alone, {bound:.2f}x with both copies at once (efficiency below)",
           file=log)
+
+    # 4. K streams and the article's two streams, against the bounds.
+    print(f"== 4. K streams and the article's two streams, each timed {a.repeats} runs "
+          f"(median ms, vs serial, of bound, of the stages-alone bound, bit-identical):", file=log)
 
     def row(name, t, same):
         speedup = serial["median"] / t["median"]
@@ -371,31 +389,19 @@ def main():
         t = time_on_stream(streams[0], warmup, a.repeats, lambda s=streams: enqueue_multi_stream(b, s))
         out["pipeline"].append(dict(row(f"K = {k} streams", t, identical[k]), streams=k))
 
-    # 3. The article's two streams, and the ordering check with a late producer.
     t = time_on_stream(compute_stream, warmup, a.repeats,
                        lambda: enqueue_two_stream(b, transfer, compute_stream, copied, wait=not a.drop_wait))
     out["two_stream"] = row("article's 2 streams", t, two_identical)
-    few = min(a.chunks, 8)
-    b.poison()
-    enqueue_two_stream(b, transfer, compute_stream, copied, wait=not a.drop_wait, chunks=few,
-                       delay_cycles=int(a.producer_delay_us / 1000 * cpm))
-    compute_stream.synchronize()
-    got, want = b.h_out[:few].reshape(-1), serial_result[:few].reshape(-1)
-    stale = int((got.view(torch.int32) != want.view(torch.int32)).sum())
-    out["ordering_check"] = {"waits_dropped": a.drop_wait, "producer_delay_us": a.producer_delay_us,
-                             "checked_elements": int(want.numel()), "stale_elements": stale}
-    print(f"ordering check ({'wait_event DROPPED' if a.drop_wait else 'wait_event'}): {stale} of {want.numel()} "
-          "elements read before their copy landed", file=log)
-    if stale:
-        failures.append(f"{stale} of {want.numel()} elements were read before their copy landed (no wait_event)")
 
-    # 4. What each way of waiting costs the host.
+    # 5. What each way of waiting costs the host.
     short_ms = 0.2 if a.quick else 2.0
     sa, sb, sc = torch.cuda.Stream(), torch.cuda.Stream(), torch.cuda.Stream()
     a_done = torch.cuda.Event()
     methods = [("torch.cuda.synchronize()", torch.cuda.synchronize), ("stream_a.synchronize()", sa.synchronize),
                ("a_done.synchronize()", a_done.synchronize), ("stream_c.wait_event(a_done)", lambda: sc.wait_event(a_done))]
     out["waits"] = {"short_job_ms": short_ms, "long_job_ms": 4 * short_ms, "methods": []}
+    print(f"== 5. waiting for stream A's {short_ms:g} ms job while stream B runs a {4 * short_ms:g} ms one "
+          "(host blocked, median):", file=log)
     for name, wait in methods:
         us = []
         for r in range(3 if a.quick else 6):
@@ -410,10 +416,10 @@ def main():
             torch.cuda.synchronize()
             if r:
                 us.append(1e6 * (t1 - t0))
-        out["waits"]["methods"].append({"call": name, "blocked_us": stats(us)})
-        print(f"  {name:<30s} {stats(us)['median']:10.1f} us", file=log)
+        out["waits"]["methods"].append({"call": name, "blocked_us": timing(us)})
+        print(f"  {name:<30s} {timing(us)['median']:10.1f} us", file=log)
 
-    # 5. The default stream. PyTorch's streams (torch.cuda.Stream()) come from a pool made with
+    # 6. The default stream. PyTorch's streams (torch.cuda.Stream()) come from a pool made with
     # cudaStreamNonBlocking, so the legacy default stream does not wait for them, nor they for it:
     # only wait_stream / wait_event orders them. Kernel A on one stream, then B on another; B's
     # start is read as (A's start to B's end) minus B's own length, both from CUDA events.
@@ -433,19 +439,19 @@ def main():
             b_end.record()
         torch.cuda.synchronize()
         after_us = 1e3 * (a_start.elapsed_time(b_end) - kernel_ms)
-        return {"waited": after_us >= 0.9e3 * kernel_ms, "b_start_after_a_start_us": after_us}
+        return {"waited": after_us >= 0.9e3 * kernel_ms, "b_start_after_a_start_us": timing([after_us])}  # one run
 
     cases = [("torch.cuda.Stream(), then the default stream", side, default, False),
              ("torch.cuda.Stream(), then the default stream after wait_stream", side, default, True),
              ("the default stream, then torch.cuda.Stream()", default, side, False),
              ("two torch.cuda.Stream()s", side, other_side, False)]
     out["default_stream"] = []
-    print(f"the default stream: two {kernel_ms:g} ms kernels, A then B (B's start from CUDA events):", file=log)
+    print(f"== 6. the default stream: two {kernel_ms:g} ms kernels, A then B (B's start from CUDA events):", file=log)
     for name, first, second, wait in cases:
         row = dict(case=name, **a_then_b(first, second, wait))
         out["default_stream"].append(row)
         print(f"  {name:<62s} waited {'yes' if row['waited'] else 'no ':3s} "
-              f"B started {row['b_start_after_a_start_us']:8.0f} us after A", file=log)
+              f"B started {row['b_start_after_a_start_us']['median']:8.0f} us after A", file=log)
     if not out["default_stream"][1]["waited"]:
         failures.append("the default stream did not wait for a side stream after wait_stream")
 

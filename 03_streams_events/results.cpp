@@ -40,9 +40,9 @@ void report_workload(const Batch& b, const std::optional<Calibration>& c, workbo
                 c->iterations_for_slower_copy);
   w["calibration"] = {{"target", "both copies at once"},
                       {"target_ms", c->target_ms},
-                      {"h2d_ms", c->copies.copy_in_ms},
-                      {"d2h_ms", c->copies.copy_out_ms},
-                      {"copies_together_ms", c->copies.copies_together_ms},
+                      {"h2d_ms", timing(c->copy_in)},
+                      {"d2h_ms", timing(c->copy_out)},
+                      {"copies_together_ms", timing(c->copies_together)},
                       {"iterations_for_slower_copy", c->iterations_for_slower_copy}};
 }
 
@@ -50,7 +50,7 @@ void report_stages(const Stages& t, CopyEngines engines, int chunks, workbook::R
   auto ms = [](const Stats& s) { return format("%8.3f ms (min %.3f, max %.3f)", s.median, s.min, s.max); };
   const StageTimes alone = t.medians();
   std::ostream& out = report.out();
-  out << "stages, each alone over the whole batch:\n";
+  out << "== 3. the stages, each alone over the whole batch, and the bounds\n";
   out << "  H2D copy     " << ms(t.copy_in) << format("  %6.1f GB/s\n", t.h2d_gbps);
   out << "  compute      " << ms(t.compute) << format("  %6.0f GFLOP/s\n", t.compute_gflops);
   out << "  D2H copy     " << ms(t.copy_out) << format("  %6.1f GB/s\n", t.d2h_gbps);
@@ -65,10 +65,10 @@ void report_stages(const Stages& t, CopyEngines engines, int chunks, workbook::R
   out << format("  (%d chunks also cost a fill and a drain: at best %.2fx)\n\n", chunks,
                 alone.sum_ms() / pipeline_floor_ms(alone, chunks));
   nlohmann::json& j = report.json();
-  j["stages"] = {{"h2d_ms", json_of(t.copy_in)}, {"compute_ms", json_of(t.compute)}, {"d2h_ms", json_of(t.copy_out)},
+  j["stages"] = {{"h2d_ms", timing(t.copy_in)}, {"compute_ms", timing(t.compute)}, {"d2h_ms", timing(t.copy_out)},
                  {"h2d_gbps", t.h2d_gbps}, {"d2h_gbps", t.d2h_gbps}, {"compute_gflops", t.compute_gflops},
-                 {"copies_both_directions_ms", json_of(t.copies_together)}};
-  j["serial_ms"] = json_of(t.serial);
+                 {"copies_both_directions_ms", timing(t.copies_together)}};
+  j["serial_ms"] = timing(t.serial);
   j["bound"] = {{"copy_engines_per_direction", engines == CopyEngines::kOnePerDirection},
                 {"stages_alone_ms", ideal_time_ms(alone, engines)},
                 {"stages_alone_speedup", ideal_speedup(alone, engines)},
@@ -77,8 +77,6 @@ void report_stages(const Stages& t, CopyEngines engines, int chunks, workbook::R
                 {"fill_drain_ms", pipeline_floor_ms(alone, chunks)},
                 {"fill_drain_speedup", alone.sum_ms() / pipeline_floor_ms(alone, chunks)}};
 }
-
-nlohmann::json json_of(const workbook::Stats& s) { return {{"median", s.median}, {"min", s.min}, {"max", s.max}}; }
 
 void report_reference_check(const workbook::Comparison& c, workbook::Report& report) {
   report.out() << "check: serial GPU result vs CPU twin on " << c.checked << " sampled elements: "
@@ -104,34 +102,35 @@ void report_ordering(const OrderingCheck& o, const Batch& few, const float* want
 
 void report_asynchrony(const Asynchrony& a, long long kernel_ns, workbook::Report& report) {
   std::ostream& out = report.out();
-  out << format("\nasynchrony: a %.0f ms kernel\n", kernel_ns / 1e6);
+  out << format("\n== 2. the stream is a queue: a %.0f ms kernel\n", kernel_ns / 1e6);
   out << format("  launch returned to the host after  %9.1f us   (GPU still busy: %s)\n", a.launch_us.median,
                 a.returned_before_done ? "yes" : "no");
   out << format("  reading its result blocked the host %8.3f ms   (kernel ran %.3f ms)\n\n", a.read_blocked_ms.median,
                 a.kernel_ms.median);
-  report.json()["asynchrony"] = {{"kernel_ms", json_of(a.kernel_ms)}, {"launch_us", json_of(a.launch_us)},
-                                 {"read_blocked_ms", json_of(a.read_blocked_ms)},
+  report.json()["asynchrony"] = {{"kernel_ms", timing(a.kernel_ms)}, {"launch_us", timing(a.launch_us)},
+                                 {"read_blocked_ms", timing(a.read_blocked_ms)},
                                  {"returned_before_done", a.returned_before_done}};
 }
 
 void report_waits(const Waits& w, workbook::Report& report) {
-  report.out() << format("\nwaiting for stream A's %.1f ms job while stream B runs a %.1f ms one (host blocked, "
+  report.out() << format("\n== 5. waiting for stream A's %.1f ms job while stream B runs a %.1f ms one (host blocked, "
                          "median):\n", w.short_job_ms, w.long_job_ms);
   nlohmann::json methods = nlohmann::json::array();
   for (const Wait& m : w.methods) {
     report.out() << format("  %-31s %10.1f us   %s\n", m.call, m.blocked_us.median, m.what);
-    methods.push_back({{"call", m.call}, {"blocked_us", json_of(m.blocked_us)}});
+    methods.push_back({{"call", m.call}, {"blocked_us", timing(m.blocked_us)}});
   }
   report.json()["waits"] = {{"short_job_ms", w.short_job_ms}, {"long_job_ms", w.long_job_ms}, {"methods", methods}};
 }
 
 void report_default_stream(const std::vector<DefaultStreamCase>& cases, long long kernel_ns, workbook::Report& report) {
   workbook::Table table({{"case", "kernel A on, then kernel B on"}, {"waited", "B waited for A"},
-               {"b_start_after_a_start_us", "B started after A (us)", 0}});
+               {"b_start_after_a_start_us", "B started after A (us)", 0, workbook::Column::Style::kTiming}});
   for (const DefaultStreamCase& c : cases) {
-    table.add_row().set("case", c.name).set("waited", c.waited).set("b_start_after_a_start_us", c.b_start_after_a_start_us);
+    table.add_row().set("case", c.name).set("waited", c.waited)
+        .set("b_start_after_a_start_us", timing(summarize({c.b_start_after_a_start_us})));
   }
-  report.out() << "the default stream: two " << kernel_ns / 1'000'000.0 << " ms kernels, A then B, stamped on the GPU:\n";
+  report.out() << "\n== 6. the default stream: two " << kernel_ns / 1'000'000.0 << " ms kernels, A then B, stamped on the GPU:\n";
   table.print(report.out());
   report.json()["default_stream"] = table.json();
   // Only the first is a guarantee; whether the others overlap depends on free SMs (and a sanitizer

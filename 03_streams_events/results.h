@@ -37,9 +37,8 @@ void report_asynchrony(const Asynchrony& a, long long kernel_ns, workbook::Repor
 // The stages alone, serial, and the two bounds with their arithmetic: "stages", "serial_ms", "bound".
 void report_stages(const Stages& t, CopyEngines engines, int chunks, workbook::Report& report);
 void report_waits(const Waits& w, workbook::Report& report);  // "waits"
-// "default_stream"; checks that the legacy default stream waited for the blocking stream.
+// "default_stream" (each case's start offset a timing of its one run); checks that the legacy
+// default stream waited for the blocking stream.
 void report_default_stream(const std::vector<DefaultStreamCase>& cases, long long kernel_ns, workbook::Report& report);
-
-nlohmann::json json_of(const workbook::Stats& s);  // {"median", "min", "max"}
 
 }  // namespace workbook::streams_events

@@ -136,7 +136,7 @@ void enqueue_serial(const Batch& b, cudaStream_t stream) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Story 1: the stream is a queue. The launch returns at once; reading the result (the article's
+// 2. The stream is a queue. The launch returns at once; reading the result (the article's
 // print(gpu_tensor), or .item()) is a copy on the same stream and a wait for that stream.
 
 Asynchrony measure_asynchrony(long long kernel_ns, int repeats) {
@@ -178,7 +178,7 @@ Asynchrony measure_asynchrony(long long kernel_ns, int repeats) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Story 2: K streams overlap copy in, compute and copy out. Each stream's own order keeps each
+// 4. K streams overlap copy in, compute and copy out. Each stream's own order keeps each
 // chunk correct; chunks on different streams overlap, on three pieces of hardware: the H2D copy
 // engine, the SMs and the D2H copy engine. s2.wait_stream(s1) is an event recorded on s1 and
 // waited for on s2: that is what fork and join do.
@@ -214,7 +214,7 @@ void MultiStreamPipeline::enqueue(const Batch& b) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Story 3: the article's two streams. The transfer stream copies chunk c in and records the event
+// 4. (continued) The article's two streams. The transfer stream copies chunk c in and records the event
 // copied[c]; the compute stream waits for that event on the GPU (stream.wait_event(event): the
 // host does not stop here), then computes chunk c and copies it out. Leave the wait out and the
 // kernel may read the chunk before its copy has landed.
@@ -240,7 +240,7 @@ void TwoStreamPipeline::enqueue(const Batch& b, Ordering ordering, long long pro
 }
 
 // ---------------------------------------------------------------------------------------------
-// Story 4: what each way of waiting blocks. Stream A runs a short job, stream B an unrelated long
+// 5. What each way of waiting blocks. Stream A runs a short job, stream B an unrelated long
 // one; the host wants A's result. Each call is timed on the host clock, from just after the
 // launches to its return.
 
@@ -278,8 +278,8 @@ Waits measure_waits(long long short_ns, long long long_ns, int repeats) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// What overlap is measured against: each stage alone over the whole batch, both copies at once,
-// and the serial schedule (overlap_bound.h turns these into the bound).
+// 3. What overlap is measured against: each stage alone over the whole batch, both copies at
+// once, and the serial schedule (overlap_bound.h turns these into the bound).
 
 namespace {
 
@@ -351,9 +351,12 @@ Calibration calibrate(Batch b, cudaStream_t s0, cudaStream_t s1, Repeats repeats
   enqueue_serial(b, s0);  // writes dev_out, so that timing the copy out reads initialised memory
   CUDA_CHECK(cudaStreamSynchronize(s0));
   Calibration c;
-  c.copies.copy_in_ms = time_stage(b, enqueue_copy_in, s0, repeats).median;
-  c.copies.copy_out_ms = time_stage(b, enqueue_copy_out, s0, repeats).median;
-  c.copies.copies_together_ms = time_copies_together(b, s0, s1, repeats).median;
+  c.copy_in = time_stage(b, enqueue_copy_in, s0, repeats);
+  c.copy_out = time_stage(b, enqueue_copy_out, s0, repeats);
+  c.copies_together = time_copies_together(b, s0, s1, repeats);
+  c.copies.copy_in_ms = c.copy_in.median;
+  c.copies.copy_out_ms = c.copy_out.median;
+  c.copies.copies_together_ms = c.copies_together.median;
   const ComputeLine line(b, s0);
   c.target_ms = copy_floor_ms(c.copies);
   c.iterations = line.iterations_for(c.target_ms);
@@ -364,9 +367,9 @@ Calibration calibrate(Batch b, cudaStream_t s0, cudaStream_t s1, Repeats repeats
 }  // namespace workbook::streams_events
 
 // ---------------------------------------------------------------------------------------------
-// The program: check every schedule (the serial one against the CPU twin, every other one against
-// the serial one, bit for bit, and the ordering between the two streams), then time each story,
-// then one table. (streams_events_bench and the tests link everything above, and bring their own main.)
+// The program: 1. check every schedule (the serial one against the CPU twin, every other one
+// against the serial one, bit for bit, and the ordering between the two streams), then time each
+// step, 2. to 6., the schedules of step 4 in one table. (streams_events_bench and the tests link everything above, and bring their own main.)
 #ifndef WORKBOOK_LESSON_LIBRARY
 namespace workbook::streams_events {
 namespace {
@@ -381,7 +384,7 @@ struct Options {
 };
 
 // Every flag is checked before any CUDA call, so bad usage exits 2 even without a GPU.
-std::optional<int> parse(int argc, char** argv, Options& o) {
+std::optional<int> parse_options(int argc, char** argv, Options& o) {
   CLI::App app{"Streams and events: asynchrony, copy/compute overlap on K streams, and the cost of waiting"};
   add_common_options(app, o.common);
   add_workload_options(app, o.workload);
@@ -490,15 +493,15 @@ void check_schedules(Schedules& s, const Batch& batch, const std::vector<float>&
 void time_schedules(Schedules& s, const Batch& batch, const Stages& stages, CopyEngines engines, Repeats repeats,
                     Report& report) {
   NvtxRange range("schedules");
-  Table table({{"schedule", "schedule"}, {"streams", ""}, {"time_ms", ""}, {"ms", "ms", 3}, {"min_ms", "min", 3},
-               {"max_ms", "max", 3}, {"speedup", "vs serial", 2}, {"efficiency", "of bound", 3},
+  Table table({{"schedule", "schedule"}, {"streams", ""}, {"time_ms", "ms", 3, Column::Style::kTiming},
+               {"speedup", "vs serial", 2}, {"efficiency", "of bound", 3},
                {"efficiency_stages_alone", "of stages-alone bound", 3}, {"bit_identical", "bit-identical"},
                {"timing_valid", ""}});
   const double bound = duplex_speedup(stages.medians()), textbook = ideal_speedup(stages.medians(), engines);
   auto add = [&](const std::string& name, const Stats& t, std::size_t differ) -> Table::Row& {
     const double speedup = stages.serial.median / t.median;
-    return table.add_row().set("schedule", name).set("time_ms", json_of(t)).set("ms", t.median).set("min_ms", t.min)
-        .set("max_ms", t.max).set("speedup", speedup).set("efficiency", overlap_efficiency(speedup, bound))
+    return table.add_row().set("schedule", name).set("time_ms", timing(t)).set("speedup", speedup)
+        .set("efficiency", overlap_efficiency(speedup, bound))
         .set("efficiency_stages_alone", overlap_efficiency(speedup, textbook)).set("bit_identical", differ == 0);
   };
   for (std::size_t i = 0; i < s.k_streams.size(); ++i) {
@@ -509,7 +512,8 @@ void time_schedules(Schedules& s, const Batch& batch, const Stages& stages, Copy
   const Stats two = time_on_stream(s.article.compute(), repeats, [&] { s.article.enqueue(batch, s.ordering); });
   add("article's 2 streams", two, s.article_differences).set("timing_valid", s.ordering == Ordering::kEventWait);
 
-  report.out() << format("schedules (median of %d runs; serial %.3f ms):\n", repeats.timed, stages.serial.median);
+  report.out() << format("== 4. K streams and the article's two streams, each timed %d runs (serial %.3f ms):\n",
+                         repeats.timed, stages.serial.median);
   table.print(report.out());
   report.out() << "  (article's 2 streams: copies in on a transfer stream; compute and copies out share the "
                   "compute stream)\n";
@@ -524,10 +528,13 @@ void time_schedules(Schedules& s, const Batch& batch, const Stages& stages, Copy
 
 int run(int argc, char** argv) {
   Options o;
-  if (auto code = parse(argc, argv, o)) return *code;
+  if (auto code = parse_options(argc, argv, o)) return *code;
   use_device(o.common.device);
   Report report("streams_events", o.common.json);
   const CopyEngines engines = report_device(o.common.device, report);
+  report.json()["quick"] = o.common.quick;
+  report.json()["streams"] = o.streams;
+  report.json()["repeats"] = o.repeats;
   BatchBuffers buffers(o.workload);
   Batch& batch = buffers.batch;
   Stream main_stream, second_stream;
@@ -540,23 +547,25 @@ int run(int argc, char** argv) {
 
   // 1. Check: the serial schedule against the CPU twin; the ordering between the article's two
   // streams; every schedule against the serial one.
+  report.out() << "== 1. every schedule checked before it is timed\n";
   const std::vector<float> serial = check_serial(batch, s0, report);
   Schedules schedules(o.streams, batch.chunks, o.drop_wait ? Ordering::kNone : Ordering::kEventWait);
   check_ordering(batch, schedules.article, schedules.ordering, o.producer_delay_us, serial, report);
   check_schedules(schedules, batch, serial, report);
 
-  // 2. Time: the queue (story 1), the stages and every schedule (stories 2 and 3), the waits
-  //    (story 4), the default stream (story 5, default_stream.cu).
+  // 2. The stream is a queue: a launch returns at once, reading the result waits.
   const long long kernel_ns = o.common.quick ? 5'000'000 : 20'000'000;
   report_asynchrony(measure_asynchrony(kernel_ns, o.common.quick ? 2 : 5), kernel_ns, report);
 
+  // 3. Each stage alone, and the bounds; 4. every schedule against them.
   const Stages stages = measure_stages(batch, s0, s1, repeats);
-  report_stages(stages, engines, batch.chunks, report);  // and the bounds
+  report_stages(stages, engines, batch.chunks, report);
   time_schedules(schedules, batch, stages, engines, repeats, report);
 
+  // 5. What each way of waiting blocks; 6. the default stream (default_stream.cu).
   const long long short_ns = o.common.quick ? 200'000 : 2'000'000;
   report_waits(measure_waits(short_ns, 4 * short_ns, o.common.quick ? 2 : 5), report);
-  report_default_stream(measure_default_stream(kernel_ns / 4), kernel_ns / 4, report);  // story 5
+  report_default_stream(measure_default_stream(kernel_ns / 4), kernel_ns / 4, report);
   return report.finish();
 }
 

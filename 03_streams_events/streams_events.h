@@ -114,7 +114,7 @@ class TwoStreamPipeline {
   ForkJoin fork_join_{2};
 };
 
-// Story 1, the stream is a queue: how long a launch took to return, whether the GPU was still
+// 2. The stream is a queue: how long a launch took to return, whether the GPU was still
 // busy then (in every round), how long the kernel ran, and how long reading its result blocked.
 struct Asynchrony {
   Stats launch_us, kernel_ms, read_blocked_ms;
@@ -122,7 +122,7 @@ struct Asynchrony {
 };
 Asynchrony measure_asynchrony(long long kernel_ns, int repeats);
 
-// Story 4, what each way of waiting blocks: the host's time in each call while stream A runs a
+// 5. What each way of waiting blocks: the host's time in each call while stream A runs a
 // short job and stream B an unrelated long one.
 struct Wait {
   const char* call;  // the CUDA call
@@ -135,12 +135,12 @@ struct Waits {
 };
 Waits measure_waits(long long short_ns, long long long_ns, int repeats);
 
-// Story 5 (default_stream.cu): kernel A on one stream, then kernel B on another; did B wait?
+// 6. The default stream (default_stream.cu): kernel A on one stream, then kernel B on another; did B wait?
 // The legacy default stream waits for blocking streams; non-blocking and per-thread ones do not.
 struct DefaultStreamCase {
   std::string name;
   bool waited = false;                    // B started after A ended (GPU clock stamps)
-  double b_start_after_a_start_us = 0.0;
+  double b_start_after_a_start_us = 0.0;  // one run of each case
 };
 std::vector<DefaultStreamCase> measure_default_stream(long long kernel_ns);
 
@@ -156,7 +156,8 @@ Stages measure_stages(const Batch& b, cudaStream_t s0, cudaStream_t s1, Repeats 
 // The default workload's compute stage: as many multiply-adds as take as long as both copies
 // running at once (copy_floor_ms), measured on this GPU.
 struct Calibration {
-  StageTimes copies;  // copy in and copy out alone, and both at once (compute_ms unused)
+  Stats copy_in, copy_out, copies_together;  // the copies alone, and both at once
+  StageTimes copies;  // their medians (compute_ms unused)
   double target_ms = 0.0;
   int iterations = 0;
   int iterations_for_slower_copy = 0;  // what matching the slower copy alone would take

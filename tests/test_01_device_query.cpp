@@ -1,6 +1,7 @@
 // test_01_device_query.cpp: device_query's answers, checked against sources other than itself:
 // the CUDA runtime in this test process, nvidia-smi, and PyTorch.
 #include "device_query.h"
+#include "nvml_reader.h"
 
 #include "gpu_support.h"
 #include "program_checks.h"
@@ -112,9 +113,14 @@ TEST_CASE("with every device hidden, 'not available' is an answer: exit 0 and th
   CHECK_THAT(r.out, ContainsSubstring("CUDA available: no ("));
   CHECK(workbook::testing::last_line(r.out) == "PASS");
   const nlohmann::json j = workbook::testing::read_json(path);
-  CHECK(j["cuda_available"] == false);
-  CHECK(j["device_count"] == 0);
-  CHECK_FALSE(j["reason"].get<std::string>().empty());
+  CHECK(j["device"] == "CPU");
+  CHECK(j["quick"] == false);
+  CHECK(j["runtime"]["cuda_available"] == false);
+  CHECK(j["runtime"]["device_count"] == 0);
+  CHECK(j["runtime"]["driver_version"].is_string());
+  CHECK_FALSE(j.contains("cuda_available"));  // the runtime's row is under "runtime", not the top level
+  CHECK_THAT(r.out, ContainsSubstring("== 1. the runtime"));
+  CHECK_FALSE(j["runtime"]["reason"].get<std::string>().empty());
   std::remove(path.c_str());
 }
 
@@ -171,9 +177,13 @@ TEST_CASE("device count and properties agree with the runtime in another process
   const nlohmann::json j = run_quick_json(WORKBOOK_PROGRAM);
   int count = 0;
   REQUIRE(cudaGetDeviceCount(&count) == cudaSuccess);
-  CHECK(j["cuda_available"] == true);
-  CHECK(j["device_count"] == count);
-  CHECK(j["current_device"] == 0);
+  CHECK(j["runtime"]["cuda_available"] == true);
+  CHECK(j["runtime"]["device_count"] == count);
+  CHECK(j["runtime"]["current_device"] == 0);
+  // Driver load and context creation happen once per process: a timing of one run.
+  CHECK(j["runtime"]["init_ms"]["runs"] == 1);
+  CHECK(j["runtime"]["init_ms"]["median"].get<double>() > 0.0);
+  CHECK(j["device"] == j["devices"][0]["name"]);
   REQUIRE(j["devices"].size() == static_cast<std::size_t>(count));
   for (const auto& d : j["devices"]) {
     cudaDeviceProp prop{};
@@ -197,10 +207,10 @@ TEST_CASE("device count and properties agree with the runtime in another process
 TEST_CASE("CUDA_VISIBLE_DEVICES renumbers: the one visible device is device 0", "[gpu]") {
   workbook::testing::require_gpus(1);
   const nlohmann::json all = run_quick_json(WORKBOOK_PROGRAM);
-  const int last = all["device_count"].get<int>() - 1;
+  const int last = all["runtime"]["device_count"].get<int>() - 1;
   // With one GPU this only shows the filter keeps it; with two or more, the last card becomes 0.
   const nlohmann::json one = run_quick_json(WORKBOOK_PROGRAM, {{"CUDA_VISIBLE_DEVICES", std::to_string(last)}});
-  CHECK(one["device_count"] == 1);
+  CHECK(one["runtime"]["device_count"] == 1);
   REQUIRE(one["devices"].size() == 1);
   CHECK(one["devices"][0]["index"] == 0);
   CHECK(one["devices"][0]["pci_bus_id"] == all["devices"][last]["pci_bus_id"]);
@@ -256,8 +266,8 @@ TEST_CASE("device_query agrees with PyTorch's torch.cuda", "[pytorch]") {
   REQUIRE(torch.exit_code == 0);
   const nlohmann::json t = nlohmann::json::parse(torch.out);
   const nlohmann::json j = run_quick_json(WORKBOOK_PROGRAM);
-  CHECK(j["device_count"] == t["count"]);
-  CHECK(j["current_device"] == t["current"]);
+  CHECK(j["runtime"]["device_count"] == t["count"]);
+  CHECK(j["runtime"]["current_device"] == t["current"]);
   for (std::size_t i = 0; i < t["devices"].size(); ++i) {
     CAPTURE(i);
     CHECK(j["devices"][i]["name"] == t["devices"][i]["name"]);
@@ -290,6 +300,22 @@ TEST_CASE("the bench refuses bad flags with one line and exit 2, before touching
                            ContainsSubstring("--axpy-elements") && ContainsSubstring("--json"));
 }
 
+TEST_CASE("NVML's readings: the median of each field, and no NVML (or no such GPU) is a reason, not an error") {
+  using workbook::device_query::GpuState;
+  const GpuState m = workbook::device_query::median_state({{300, 40, 1980}, {700, 60, 1755}, {500, 50, 1830}, {600, 55, 1600}});
+  CHECK(m.power_w == Catch::Approx(550.0));  // each field on its own: the middle two of four, averaged
+  CHECK(m.temperature_c == Catch::Approx(52.5));
+  CHECK(m.sm_clock_mhz == Catch::Approx(1792.5));
+  CHECK_THROWS_AS(workbook::device_query::median_state({}), std::invalid_argument);
+  // No GPU has this bus id: without NVML the library is missing, with it the GPU is; either way
+  // the reader says why in one line and reads nothing.
+  const workbook::device_query::Nvml nvml("ffff:ff:1f.7");
+  CHECK_FALSE(nvml.available());
+  CHECK_FALSE(nvml.reason().empty());
+  CHECK(nvml.reason().find('\n') == std::string::npos);
+  CHECK_FALSE(nvml.read().has_value());
+}
+
 TEST_CASE("the bench without a GPU says why in one line and exits 77") {
   check_no_gpu({WORKBOOK_BENCH_PROGRAM, "--quick", "--sizes", "64"}, "device_query_bench");
 }
@@ -300,9 +326,14 @@ TEST_CASE("device_query_bench --quick: every precision's matmul and y = a x + y 
   CHECK(j["program"] == "device_query_bench");
   CHECK(j["passed"] == true);
   CHECK(j["quick"] == true);
-  const bool tensor_cores = std::stoi(j["device"]["compute_capability"].get<std::string>()) >= 8;  // the major
+  CHECK(j["device"].is_string());
+  CHECK(j["repeats"] == 3);
+  REQUIRE(j["nvml"]["available"].is_boolean());
+  const bool nvml = j["nvml"]["available"].get<bool>();
+  if (nvml) CHECK(j["nvml"]["before"]["sm_clock_mhz"].get<double>() > 0.0);
+  const bool tensor_cores = std::stoi(j["device_properties"]["compute_capability"].get<std::string>()) >= 8;  // the major
   std::map<std::string, int> checked;  // precision -> sizes whose check passed
-  for (const auto& row : j["rows"]) {
+  for (const auto& row : j["operations"]) {
     CAPTURE(row.dump());
     if (row["operation"] == "axpy") {
       CHECK(row["passed"] == true);
@@ -321,9 +352,16 @@ TEST_CASE("device_query_bench --quick: every precision's matmul and y = a x + y 
     }
     CHECK(row["passed"] == true);
     CHECK(row["tflops"].get<double>() > 0.0);
-    CHECK(row["min_ms"].get<double>() <= row["median_ms"].get<double>());
+    const nlohmann::json& t = row["time_ms"];  // one shape for every measured time
+    CHECK(t["min"].get<double>() <= t["median"].get<double>());
+    CHECK(t["median"].get<double>() <= t["max"].get<double>());
+    CHECK(t["runs"] == j["repeats"]);
     // FP32 really is FP32: rounding the inputs to TF32 alone would leave errors near 1e-3 of scale.
     if (precision == "fp32") CHECK(row["error_over_scale"].get<double>() < 1e-4);
+    if (nvml) {  // the GPU's state while it was timed, beside its TFLOP/s
+      CHECK(row["power_w"].get<double>() > 0.0);
+      CHECK(row["sm_clock_mhz"].get<double>() > 0.0);
+    }
     ++checked[precision];
   }
   CHECK(checked["fp32"] == 2);  // sizes 256 and 257
@@ -332,14 +370,14 @@ TEST_CASE("device_query_bench --quick: every precision's matmul and y = a x + y 
     CHECK(checked["tf32"] == 2);
     CHECK(checked["bf16"] == 2);
   }
-  if (j["device"]["compute_capability"] == "9.0") CHECK(j["peaks"]["bf16_tensor_tflops"].get<double>() > 0.0);
+  if (j["device_properties"]["compute_capability"] == "9.0") CHECK(j["peaks"]["bf16_tensor_tflops"].get<double>() > 0.0);
 }
 
 TEST_CASE("device_query_bench on a GPU treated as sm_75 skips TF32 and BF16, says why, and passes", "[gpu]") {
   workbook::testing::require_gpus(1);
   const nlohmann::json j = run_quick_json(WORKBOOK_BENCH_PROGRAM, {{"WORKBOOK_PRETEND_COMPUTE_CAPABILITY", "7.5"}});
   int skipped = 0;
-  for (const auto& row : j["rows"]) {
+  for (const auto& row : j["operations"]) {
     if (!row.contains("skipped")) continue;
     CHECK(row["precision"] != "fp32");
     CHECK_THAT(row["skipped"].get<std::string>(), ContainsSubstring("compute capability 8.0 or newer"));
@@ -358,12 +396,15 @@ TEST_CASE("pytorch_matmul.py --quick: the same matmuls and y = a x + y pass the 
   require_pass(r);
   const nlohmann::json j = take_json(path);
   CHECK(j["program"] == "pytorch_matmul");
+  CHECK(j["device"].is_string());
+  CHECK(j["quick"] == true);
   std::map<std::string, int> passed;
-  for (const auto& row : j["rows"]) {
+  for (const auto& row : j["operations"]) {
     CAPTURE(row.dump());
     if (row.contains("skipped")) continue;
     CHECK(row["passed"] == true);
-    CHECK(row["median_ms"].get<double>() > 0.0);
+    CHECK(row["time_ms"]["median"].get<double>() > 0.0);
+    CHECK(row["time_ms"]["runs"] == j["repeats"]);
     ++passed[row["operation"].get<std::string>() + "/" + row["precision"].get<std::string>()];
   }
   CHECK(passed["matmul/fp32"] == 2);

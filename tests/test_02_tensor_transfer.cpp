@@ -402,9 +402,17 @@ TEST_CASE("tensor_transfer --quick --json: every step checked, then timed, in on
   CHECK_THAT(r.out, ContainsSubstring("device cpu, get_device() -1") && ContainsSubstring("get_device() 0") &&
                         ContainsSubstring("round trips of 0, 1, 4095, 4096, 4097 and 1000003 bytes bit-exact: yes") &&
                         ContainsSubstring("cudaMalloc of 2 x 16 MiB: free fell by"));
+  for (const char* step : {"== 1. a tensor", "== 2. a 16 MiB", "== 3. copies of 16 MiB", "== 4. each step timed",
+                           "== 5. device memory"}) {
+    CHECK_THAT(r.out, ContainsSubstring(step));
+  }
   const nlohmann::json j = take_json(path);
   CHECK(j["program"] == "tensor_transfer");
   CHECK(j["passed"] == true);
+  CHECK_FALSE(j["device"].get<std::string>().empty());
+  CHECK(j["quick"] == true);
+  CHECK(j["copy_mib"] == 16);
+  CHECK(j["repeats"] == 5);
 
   std::set<std::string> copies;
   for (const auto& row : j["transfers"]) {
@@ -414,7 +422,10 @@ TEST_CASE("tensor_transfer --quick --json: every step checked, then timed, in on
     // slip (GB/s off by 1000) and nothing a busy GPU can cause.
     CHECK(row["gbps"].get<double>() > 0.0);
     CHECK(row["gbps"].get<double>() < 50000.0);
-    CHECK(row["min_ms"].get<double>() <= row["median_ms"].get<double>());  // order statistics
+    const nlohmann::json& t = row["time_ms"];  // one shape for every measured time
+    CHECK(t["min"].get<double>() <= t["median"].get<double>());  // order statistics
+    CHECK(t["median"].get<double>() <= t["max"].get<double>());
+    CHECK(t["runs"].get<int>() >= 2);
     const std::string what = row["what"];
     if (what.rfind("torch.randn", 0) == 0) continue;
     const std::string copy = row["kind"].get<std::string>() + "/" + row["direction"].get<std::string>();
@@ -423,7 +434,7 @@ TEST_CASE("tensor_transfer --quick --json: every step checked, then timed, in on
     // returned (how long the call took is printed, not asserted).
     if (copy == "pinned/h2d") CHECK(row["returned_while_busy"] == true);
     if (copy == "pageable/h2d" || copy == "pageable/d2h") CHECK(row["returned_while_busy"] == false);
-    if (row["kind"] == "pageable" || row["kind"] == "pinned") CHECK(row.contains("call_ms"));
+    if (row["kind"] == "pageable" || row["kind"] == "pinned") CHECK(row["call_ms"]["runs"] == 3);
   }
   CHECK(j["transfers"].size() == 2 + 7);  // two random tensors, 3 kinds x 2 directions, D2D
   CHECK(copies == std::set<std::string>{"pageable/h2d", "pageable/d2h", "pinned/h2d", "pinned/d2h", "registered/h2d",
@@ -441,7 +452,9 @@ TEST_CASE("tensor_transfer_bench --quick --json writes every field the plot read
   CHECK(j["program"] == "tensor_transfer_bench");
   CHECK(j["passed"] == true);
   CHECK(j["quick"] == true);
-  CHECK_FALSE(j["device"]["name"].get<std::string>().empty());
+  CHECK_FALSE(j["device"].get<std::string>().empty());
+  CHECK(j["max_mib"] == 64);
+  CHECK(j["repeats"] == 5);
   std::set<std::string> series;
   for (const auto& row : j["bandwidth"]) {
     series.insert(row["kind"].get<std::string>() + "/" + row["direction"].get<std::string>());
@@ -450,7 +463,8 @@ TEST_CASE("tensor_transfer_bench --quick --json writes every field the plot read
     CHECK(row["bytes"].get<std::size_t>() <= 64 * kMiB);
     CHECK(row["gbps"].get<double>() > 0.0);
     CHECK(row["gbps"].get<double>() < 50000.0);
-    CHECK(row["min_ms"].get<double>() <= row["median_ms"].get<double>());  // order statistics
+    CHECK(row["time_ms"]["min"].get<double>() <= row["time_ms"]["median"].get<double>());  // order statistics
+    CHECK(row["time_ms"]["runs"].get<int>() >= 3);  // repeats_for: never under 3
   }
   CHECK(j["bandwidth"].size() == 15 * 7);  // 15 sizes x (3 kinds x 2 directions + D2D)
   CHECK(j["bandwidth_all_verified"] == true);
@@ -459,8 +473,12 @@ TEST_CASE("tensor_transfer_bench --quick --json writes every field the plot read
   // The 10x target is judged by plot_transfer.py (benchmark.sh), not here: a busy GPU moves it.
   CHECK(j["random_tensor"]["speedup"].get<double>() > 0.0);
   CHECK(j["random_tensor"]["bytes"] == 16 * kMiB);
+  CHECK(j["random_tensor"]["host_then_copy_ms"]["runs"] == 2);  // --quick: two host repeats
+  CHECK(j["random_tensor"]["on_gpu_ms"]["runs"] == 10);
+  CHECK(j["random_tensor"]["on_gpu_gpu_time_ms"]["median"].get<double>() > 0.0);
   CHECK(j["pinning"]["bytes"] == 64 * kMiB);
   CHECK(j["pinning"]["malloc_host_ms_per_gib"].get<double>() > 0.0);
+  CHECK(j["pinning"]["malloc_host_ms"]["runs"] == 2);
   CHECK(j["pinning"]["host_register_ms_per_gib"].get<double>() > 0.0);
   CHECK(j["headline"].empty());  // its 256 MiB copies are above --quick's 64 MiB
 }
@@ -492,12 +510,16 @@ TEST_CASE("pytorch_transfer.py --quick runs and writes the same JSON fields", "[
     CAPTURE(field);
     CHECK(j.contains(field));
   }
+  CHECK(j["device"].is_string());
+  CHECK(j["quick"] == true);
+  CHECK(j["max_mib"] == 64);  // the bench's settings, as --quick sets them
   CHECK(j["tensor"]["host_get_device"] == -1);
   CHECK(j["tensor"]["round_trips_bit_exact"] == true);
   bool saw_pinned_h2d = false;
   for (const auto& row : j["bandwidth"]) {
     CHECK(row["verified"] == true);
     CHECK(row["gbps"].get<double>() > 0.0);
+    CHECK(row["time_ms"]["min"].get<double>() <= row["time_ms"]["median"].get<double>());
     saw_pinned_h2d = saw_pinned_h2d || (row["kind"] == "pinned" && row["direction"] == "h2d");
   }
   CHECK(saw_pinned_h2d);

@@ -262,12 +262,27 @@ TEST_CASE("the program: identical results for every K, ordering check clean, PAS
   skip_if_no_gpu(r);
   INFO(r.out << r.err);
   require_pass(r);
+  for (const char* step : {"== 1. every schedule checked", "== 2. the stream is a queue", "== 3. the stages",
+                           "== 4. K streams", "== 5. waiting", "== 6. the default stream"}) {
+    CHECK_THAT(r.out, ContainsSubstring(step));
+  }
   const nlohmann::json j = read_json(json);
+  CHECK(j["device"].is_string());
+  CHECK(j["quick"] == true);
+  CHECK(j["streams"] == std::vector<int>{1, 2, 3, 4, 8});
+  CHECK(j["repeats"] == 3);
   REQUIRE(j["pipeline"].size() == 5);
   for (const auto& p : j["pipeline"]) {
     CAPTURE(p["streams"]);
     CHECK(p["bit_identical"] == true);
     CHECK(p["time_ms"]["median"].get<double>() > 0.0);
+    CHECK(p["time_ms"]["runs"] == 3);  // one shape for every measured time
+  }
+  CHECK(j["two_stream"]["time_ms"]["runs"] == 3);
+  CHECK(j["serial_ms"]["runs"] == 3);
+  for (const char* stage : {"h2d_ms", "compute_ms", "d2h_ms", "copies_both_directions_ms"}) {
+    CAPTURE(stage);
+    CHECK(j["stages"][stage]["runs"] == 3);
   }
   CHECK(j["two_stream"]["bit_identical"] == true);
   CHECK(j["ordering_check"]["stale_elements"] == 0);
@@ -308,6 +323,7 @@ TEST_CASE("asynchrony: the launch returns before the GPU is done, the read waits
     CAPTURE(field);
     CHECK(a[field]["min"].get<double>() <= a[field]["median"].get<double>());
     CHECK(a[field]["median"].get<double>() <= a[field]["max"].get<double>());
+    CHECK(a[field]["runs"] == 2);  // --quick: two timed rounds
   }
   const nlohmann::json& methods = j["waits"]["methods"];
   REQUIRE(methods.size() == 4);
@@ -316,6 +332,7 @@ TEST_CASE("asynchrony: the launch returns before the GPU is done, the read waits
   for (const auto& m : methods) {  // each wait measured: a spread, as above
     CHECK(m["blocked_us"]["min"].get<double>() <= m["blocked_us"]["median"].get<double>());
     CHECK(m["blocked_us"]["median"].get<double>() <= m["blocked_us"]["max"].get<double>());
+    CHECK(m["blocked_us"]["runs"] == 2);
   }
   // The default stream: a kernel on the legacy default stream waits for a blocking stream's
   // kernel (a guarantee, stamped by the GPU's clock); whether the other cases overlap depends on
@@ -323,7 +340,8 @@ TEST_CASE("asynchrony: the launch returns before the GPU is done, the read waits
   const nlohmann::json& cases = j["default_stream"];
   REQUIRE(cases.size() == 4);
   CHECK(cases[0]["waited"] == true);
-  CHECK(cases[0]["b_start_after_a_start_us"].get<double>() > 0.0);
+  CHECK(cases[0]["b_start_after_a_start_us"]["median"].get<double>() > 0.0);
+  CHECK(cases[0]["b_start_after_a_start_us"]["runs"] == 1);  // one run of each case
   std::remove(json.c_str());
 }
 
@@ -342,10 +360,12 @@ TEST_CASE("calibration: compute is matched to both copies at once, not to the sl
   // shifts either side): benchmark.sh judges it. Here: both copies at once were measured, and the
   // target is the copies' floor, the longest of the three copy times (a target of the slower copy
   // alone ignores the first) ...
-  const double together = c["copies_together_ms"].get<double>();
+  const double together = c["copies_together_ms"]["median"].get<double>();
   CHECK(together > 0.0);
+  CHECK(c["h2d_ms"]["runs"] == 3);  // --quick: 3 timed repeats
   CHECK(c["target_ms"].get<double>() ==
-        Catch::Approx(std::max({together, c["h2d_ms"].get<double>(), c["d2h_ms"].get<double>()})).epsilon(1e-12));
+        Catch::Approx(std::max({together, c["h2d_ms"]["median"].get<double>(), c["d2h_ms"]["median"].get<double>()}))
+            .epsilon(1e-12));
   // ... and iterations_for never gives fewer multiply-adds for a longer target (it is a line of
   // positive slope, or kHigh for both when the measured slope is not positive).
   CHECK(w["iterations"].get<int>() >= c["iterations_for_slower_copy"].get<int>());
@@ -396,6 +416,9 @@ TEST_CASE("pytorch_streams.py --quick runs and writes the C++ program's JSON fie
   CHECK(pt["passed"] == true);
   for (const auto& p : pt["pipeline"]) CHECK(p["bit_identical"] == true);
   CHECK(pt["asynchrony"]["returned_before_done"] == true);
+  CHECK(pt["quick"] == true);
+  CHECK(pt["serial_ms"]["runs"] == pt["repeats"]);
+  CHECK(pt["default_stream"][0]["b_start_after_a_start_us"]["runs"] == 1);
 
   const std::string cpp_json = temp_path("cpp.json");
   const ProgramResult c = run_program({WORKBOOK_PROGRAM, "--quick", "--json", cpp_json});
