@@ -16,6 +16,7 @@
 #include "compute_capability.h"
 #include "copy_ceiling.h"
 #include "cuda_check.h"
+#include "format.h"
 #include "gpu_probe.h"
 #include "linear_regression.h"
 #include "minibatch.h"
@@ -48,6 +49,13 @@ constexpr std::array<int, 4> kArraysMoved = {2, 2, 3, 0};
 
 struct StepTimes {
   std::array<std::vector<double>, 4> ms;  // ms[k][epoch]
+  std::vector<double> total_ms() const {  // each epoch's four steps together
+    std::vector<double> total(ms[0].size(), 0.0);
+    for (const auto& step : ms) {
+      for (std::size_t e = 0; e < step.size(); ++e) total[e] += step[e];
+    }
+    return total;
+  }
   TrainingResult result;                  // checked against the reference before the times count
 };
 
@@ -177,12 +185,13 @@ void trace_pipelines(const Dataset& data, const Config& config, const BatchPlan&
         .set("idle_percent", 100.0 * s.idle).set("copy_hidden_percent", 100.0 * s.copy_hidden);
   }
   const std::int64_t steps = std::min<std::int64_t>(kTracedSteps, batch_count(data.split.train, plan.batch_size));
-  report.out() << "trace: the first " << steps << " steps of the last epoch of one more run of each pipeline"
-               << " (untimed, checked), a pair of CUDA events around each copy and each step;\n"
+  report.out() << format("trace: the first %lld steps of the last epoch of one more run of each pipeline (untimed, "
+                         "checked), a pair of CUDA events around each copy and each step;\n",
+                         static_cast<long long>(steps))
                << "busy: some copy (or step) running, as a share of the traced time; copy hidden: the share of the"
                << " copy time with a step running beside it:\n";
   table.print(report.out());
-  report.out() << "trace: " << ops.size() << " operations on " << tracks.size() << " tracks written to " << path << "\n";
+  report.out() << format("trace: %zu operations on %zu tracks written to %s\n", ops.size(), tracks.size(), path.c_str());
   report.json()["trace"] = {{"path", path}, {"steps", steps}, {"operations", ops.size()}, {"tracks", tracks},
                             {"pipelines", table.json()}};
 }
@@ -197,9 +206,10 @@ void batch_size_sweep(const Config& config, const std::vector<std::int64_t>& siz
   Stream compute, copy;
   const double bound_gbps = pinned_h2d_gbps(n * sizeof(float), copy.get());
   const double bound_ms = 8.0 * n / (bound_gbps * 1e6);
-  report.out() << "mini-batch sweep: " << n << " training points in host memory, " << config.epochs
-               << " epochs; PCIe bound " << bound_gbps << " GB/s, " << bound_ms << " ms an epoch\n";
-  Table table({{"batch_size", "batch"}, {"pipeline", "pipeline"}, {"epoch_ms", "ms/epoch", 4},
+  report.out() << format("mini-batch sweep: %lld training points in host memory, %d epochs; PCIe bound %g GB/s, "
+                         "%g ms an epoch\n", static_cast<long long>(n), config.epochs, bound_gbps, bound_ms);
+  report.json()["pcie_bound_gbps"] = bound_gbps;
+  Table table({{"batch_size", "batch"}, {"pipeline", "pipeline"}, {"epoch_ms", "ms/epoch", 4, Column::Style::kTiming},
                {"copy_share", "copy busy %", 1}, {"bound_percent", "% of PCIe bound", 1}, {"check", "check"}});
   TrainingResult want;  // the last size's, for --trace (which takes one size)
   for (const std::int64_t size : sizes) {
@@ -217,7 +227,7 @@ void batch_size_sweep(const Config& config, const std::vector<std::int64_t>& siz
       // The checked run was the warm-up; one more is timed.
       const MinibatchRun run = train_minibatch_gpu(data, config, plan, p, fill_threads, compute.get(), copy.get());
       const double epoch_ms = run.ms / config.epochs;
-      row.set("epoch_ms", epoch_ms).set("copy_share", 100.0 * run.copy_busy_ms / run.last_epoch_ms);
+      row.set("epoch_ms", timing(summarize({epoch_ms}))).set("copy_share", 100.0 * run.copy_busy_ms / run.last_epoch_ms);
       row.set("bound_percent", 100.0 * bound_ms / epoch_ms);
     }
   }
@@ -233,7 +243,7 @@ void batch_size_sweep(const Config& config, const std::vector<std::int64_t>& siz
 // epochs and the host waits for it; with k = 1 the GPU idles for a round trip every epoch.
 void sync_cost(const Config& base, const std::vector<std::int64_t>& every, Report& report) {
   Stream stream;
-  Table table({{"sync_every", "loss read every"}, {"syncs", "host waits"}, {"ms", "ms", 3},
+  Table table({{"sync_every", "loss read every"}, {"syncs", "host waits"}, {"training_ms", "ms", 3, Column::Style::kTiming},
                {"us_per_epoch", "us/epoch", 2}, {"extra_us_per_sync", "us per wait", 2}, {"check", "check"}});
   std::optional<double> fewest_ms;  // the run with the fewest waits, for the cost of one more
   std::int64_t fewest_syncs = 0;
@@ -252,7 +262,7 @@ void sync_cost(const Config& base, const std::vector<std::int64_t>& every, Repor
     for (int i = 0; i < 7; ++i) ms.push_back(gpu.train().training_ms);
     ms.erase(ms.begin(), ms.begin() + 2);  // warm-up
     const double t = median(ms);
-    row.set("ms", t).set("us_per_epoch", 1e3 * t / config.epochs);
+    row.set("training_ms", timing(summarize(ms))).set("us_per_epoch", 1e3 * t / config.epochs);
     timed.emplace_back(syncs, t);
     if (!fewest_ms || syncs < fewest_syncs) {
       fewest_ms = t;
@@ -260,82 +270,168 @@ void sync_cost(const Config& base, const std::vector<std::int64_t>& every, Repor
     }
   }
   for (std::size_t i = 0, r = 0; i < table.rows().size(); ++i) {
-    if (!table.rows()[i].cells().contains("ms")) continue;
+    if (!table.rows()[i].cells().contains("training_ms")) continue;
     const auto [syncs, t] = timed[r++];
     if (syncs > fewest_syncs) table.rows()[i].set("extra_us_per_sync", 1e3 * (t - *fewest_ms) / (syncs - fewest_syncs));
   }
-  report.out() << "the loss read back every k epochs (" << base.epochs << " epochs, median of 5 runs, CUDA events"
-               << " around the loop):\n";
+  report.out() << format("the loss read back every k epochs (%d epochs, median of 5 runs, CUDA events around the loop):\n",
+                         base.epochs);
   table.print(report.out());
   report.json()["sync_cost"] = table.json();
 }
 
-int run(int argc, char** argv) {
+struct Options {
+  RunOptions run;
+  std::vector<std::int64_t> batch_sizes;  // --batch-sizes: part 2's sweep
+  std::vector<std::int64_t> sync_every;   // --sync-every: the cost of reading the loss
+  std::string trace_path;
+};
+
+std::optional<int> parse_options(int argc, char** argv, Options& o) {
   CLI::App app{"Chapter 04's harness: the time of each training step per epoch, against the copy ceiling"};
-  CommonOptions common;
-  add_common_options(app, common, DeviceFlag::kNone);
-  DeviceChoice device;
-  add_device_choice(app, device, CpuDevice::kAllowed, "cpu, N, cuda or cuda:N (default cuda:0)");
-  Config config;
-  add_problem_options(app, config);
-  std::string batch_sizes, sync_every, trace_path;
-  bool shuffle = false;
-  int fill_threads = 1;
+  add_run_options(app, o.run);
+  std::string batch_sizes, sync_every;
   app.add_option("--batch-sizes", batch_sizes, "part 2: sweep the mini-batch pipelines over these batch sizes (e.g. 4K,64K,1M)")
       ->type_name("LIST");
-  app.add_flag("--shuffle", shuffle, "part 2: visit the batches in a new order every epoch");
   app.add_option("--sync-every", sync_every, "time the loop with the loss read every k epochs, for each k (e.g. 1,10,200)")
       ->type_name("LIST");
-  app.add_option("--fill-threads", fill_threads, "part 2: host threads filling pipeline 3's ring (1 to 64)")->type_name("T");
-  app.add_option("--trace", trace_path,
+  app.add_option("--trace", o.trace_path,
                  "part 2, with one batch size: write a Chrome trace (Perfetto, chrome://tracing) of 8 steps of each pipeline")
       ->type_name("FILE");
-  if (auto code = parse_command_line(app, argc, argv)) return *code;
-  if (common.quick && app.count("--points") == 0) config.points = 20'011;
-  if (common.quick && app.count("--epochs") == 0) config.epochs = 60;
-  validate(config);
-  require_at_least("--fill-threads", fill_threads, 1);
-  require_at_most("--fill-threads", fill_threads, 64);  // host threads filling one ring: more only contend
+  if (auto code = parse_command_line(app, argc, argv)) return code;
+  check_run_options(app, o.run, "--batch-sizes");
+  const Config& config = o.run.config;
+  const bool cpu = o.run.device.cpu;
+  if (app.count("--sync-every")) o.sync_every = parse_size_list("--sync-every", sync_every, 1, config.epochs);
   const bool sweep = app.count("--batch-sizes") > 0;
-  const std::vector<std::int64_t> every = app.count("--sync-every")
-                                              ? parse_size_list("--sync-every", sync_every, 1, config.epochs)
-                                              : std::vector<std::int64_t>{};
-  if (!every.empty() && (sweep || device.cpu)) throw UsageError("--sync-every times the GPU loop alone: not with --batch-sizes or --device cpu");
-  const std::vector<std::int64_t> sizes = sweep ? parse_size_list("--batch-sizes", batch_sizes, 1, config.points)
-                                                : std::vector<std::int64_t>{};
-  if (!sweep && (shuffle || app.count("--fill-threads"))) throw UsageError("--shuffle and --fill-threads need --batch-sizes");
-  if (sweep && device.cpu) throw UsageError("--batch-sizes sweeps the GPU pipelines: not with --device cpu");
-  for (const std::int64_t size : sizes) validate(BatchPlan{size, shuffle, config.seed}, split_of(config.points).train, config.epochs);
+  if (!o.sync_every.empty() && (sweep || cpu)) {
+    throw UsageError("--sync-every times the GPU loop alone: not with --batch-sizes or --device cpu");
+  }
+  if (sweep) o.batch_sizes = parse_size_list("--batch-sizes", batch_sizes, 1, config.points);
+  if (sweep && cpu) throw UsageError("--batch-sizes sweeps the GPU pipelines: not with --device cpu");
+  for (const std::int64_t size : o.batch_sizes) {
+    validate(BatchPlan{size, o.run.shuffle, config.seed}, split_of(config.points).train, config.epochs);
+  }
   if (app.count("--trace")) {
-    require_output_file("--trace", trace_path);
-    if (sizes.size() != 1) {
-      throw UsageError(sizes.empty() ? "--trace draws part 2's pipelines: it needs --batch-sizes with one size"
-                                     : "--trace draws one batch size, --batch-sizes gives " + std::to_string(sizes.size()));
+    require_output_file("--trace", o.trace_path);
+    if (o.batch_sizes.size() != 1) {
+      throw UsageError(o.batch_sizes.empty() ? "--trace draws part 2's pipelines: it needs --batch-sizes with one size"
+                                             : "--trace draws one batch size, --batch-sizes gives " +
+                                                   std::to_string(o.batch_sizes.size()));
     }
   }
-  if (!device.cpu) {
-    use_device(device.index);
+  return std::nullopt;
+}
+
+// What the lesson does before its first epoch (issue #30), timed as 02 times tensors: the host
+// clock from the call until the result is in GPU memory, after 2 warm-up runs. The model's two
+// parameters copied from pageable host memory (model.to('cuda')) or written on the GPU
+// (nn.Linear(1, 1, device='cuda')); the data made on the GPU, without noise and with cuRAND's.
+void setup_costs(const Config& config, bool quick, cudaStream_t stream, Report& report) {
+  const int timed = quick ? 3 : 10;
+  auto time = [&](const std::function<void()>& make) {
+    std::vector<double> ms;
+    for (int i = 0; i < 2 + timed; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      make();
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+      const auto stop = std::chrono::steady_clock::now();
+      if (i >= 2) ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+    }
+    return timing(summarize(ms));
+  };
+  DeviceBuffer<float> params(2), x(config.points), y(config.points);
+  const float initial[2] = {kInitialW, kInitialB};
+  Config plain = config, noisy = config;
+  plain.noise = 0.0;
+  noisy.noise = config.noise > 0 ? config.noise : 0.1;  // the run's noise, else a little
+  Table table({{"what", "setup step"}, {"pytorch", "as PyTorch writes it"},
+               {"time_ms", "ms", 4, Column::Style::kTiming}});
+  auto add = [&](const std::string& what, const char* pytorch, const std::function<void()>& make) {
+    table.add_row().set("what", what).set("pytorch", pytorch).set("time_ms", time(make));
+  };
+  add("parameters copied to the GPU", "nn.Linear(1, 1).to('cuda')", [&] {
+    CUDA_CHECK(cudaMemcpyAsync(params.data(), initial, sizeof initial, cudaMemcpyHostToDevice, stream));
+  });
+  add("parameters made on the GPU", "nn.Linear(1, 1, device='cuda')",
+      [&] { launch_set_params(params.data(), kInitialW, kInitialB, stream); });
+  for (const Config* c : {&plain, &noisy}) {
+    add(format("data made on the GPU, noise %g", c->noise), "make_data(..., device='cuda')", [&] {
+      const DeviceBuffer<float> noise = make_noise_on_gpu(*c, stream);  // empty without noise
+      launch_make_data(x.data(), y.data(), noise.data(), c->noise, 0, c->points, stream);
+      CUDA_CHECK(cudaStreamSynchronize(stream));  // before the noise is freed
+    });
+  }
+  report.out() << format("setup before the first epoch (host clock until the result is on the GPU, median of %d "
+                         "after 2 warm-up):\n", timed);
+  table.print(report.out());
+  report.json()["setup"] = table.json();
+}
+
+std::string gpu_name(int index) {
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
+  return prop.name;
+}
+
+// The per-step table: each step's time per epoch (median, min, max over the epochs), its share of
+// the median total, and the bandwidth of the three data steps.
+void print_steps(const StepTimes& t, const Config& config, bool cpu, Report& report) {
+  const std::int64_t n = split_of(config.points).train;
+  Table table({{"step", "step"}, {"time_ms", "ms/epoch", 4, Column::Style::kTiming}, {"share", "share %", 1},
+               {"gbps", "GB/s", 0}});
+  const Stats total = summarize(t.total_ms());
+  for (int k = 0; k < 4; ++k) {
+    const Stats step = summarize(t.ms[k]);
+    Table::Row& row = table.add_row().set("step", kSteps[k]).set("time_ms", timing(step));
+    row.set("share", 100.0 * step.median / total.median);
+    if (kArraysMoved[k] > 0) row.set("gbps", gigabytes_per_second(kArraysMoved[k] * 4.0 * n, step.median));
+  }
+  table.add_row().set("step", "total").set("time_ms", timing(total));
+  report.out() << format("per-epoch time of each step (over %d epochs, %s):\n", config.epochs,
+                         cpu ? "host clock" : "CUDA events between the launches");
+  table.print(report.out());
+  report.json()["steps"] = table.json();
+}
+
+int run(int argc, char** argv) {
+  Options o;
+  if (auto code = parse_options(argc, argv, o)) return *code;
+  const Config& config = o.run.config;
+  const bool cpu = o.run.device.cpu;
+  if (!cpu) {
+    use_device(o.run.device.index);
     require_gpu_memory(config.points, config.epochs);
   }
-
-  Report report("linear_regression_bench", common.json);
-  if (sweep) {
-    batch_size_sweep(config, sizes, shuffle, fill_threads, trace_path, report);
+  Report report("linear_regression_bench", o.run.common.json);
+  const Split split = split_of(config.points);
+  nlohmann::json& j = report.json();
+  j["device"] = cpu ? "CPU" : gpu_name(o.run.device.index);
+  j["torch_device"] = o.run.device.name();
+  j["quick"] = o.run.common.quick;
+  j["points"] = config.points;
+  j["train_points"] = split.train;
+  j["epochs"] = config.epochs;
+  j["lr"] = config.lr;
+  if (!o.batch_sizes.empty()) {
+    j["shuffle"] = o.run.shuffle;
+    j["fill_threads"] = o.run.fill_threads;
+    batch_size_sweep(config, o.batch_sizes, o.run.shuffle, o.run.fill_threads, o.trace_path, report);
     return report.finish();
   }
-  if (!every.empty()) {
-    sync_cost(config, every, report);
+  if (!o.sync_every.empty()) {
+    sync_cost(config, o.sync_every, report);
     return report.finish();
   }
   std::ostream& out = report.out();
-  const Split split = split_of(config.points);
-  out << "linear_regression_bench: " << config.points << " points (" << split.train << " train), " << config.epochs
-      << " epochs, on " << (device.cpu ? "cpu (one core)" : describe_device(device.index)) << "\n";
+  out << format("linear_regression_bench: %lld points (%lld train), %d epochs, on %s\n",
+                static_cast<long long>(config.points), static_cast<long long>(split.train), config.epochs,
+                cpu ? "cpu (one core)" : describe_device(o.run.device.index).c_str());
 
   std::optional<Stream> stream;  // none on the CPU: it must run without a driver
   StepTimes t;
   TrainingResult want;
-  if (device.cpu) {
+  if (cpu) {
     const Dataset data = make_dataset_cpu(config);
     want = train_reference(data, config);
     t = cpu_step_times(data, config);
@@ -351,27 +447,16 @@ int run(int argc, char** argv) {
   }
   const Check c = check_against(t.result, want);
   report.check(c.ok, c.failure);
-  out << "checked against the float64 reference: w err " << c.w << ", b err " << c.b << ", worst loss err " << c.losses
-      << (c.ok ? " (ok)\n" : " (FAILED)\n");
+  out << format("checked against the float64 reference: w err %g, b err %g, worst loss err %g (%s)\n", c.w, c.b,
+                c.losses, c.ok ? "ok" : "FAILED");
   if (!report.passed()) return report.finish();
 
-  Table table({{"step", "step"}, {"ms", "ms/epoch", 4}, {"share", "share %", 1}, {"gbps", "GB/s", 0}});
-  double total = 0.0;
-  std::array<double, 4> step_ms{};
-  for (int k = 0; k < 4; ++k) total += step_ms[k] = median(t.ms[k]);
-  for (int k = 0; k < 4; ++k) {
-    Table::Row& row = table.add_row().set("step", kSteps[k]).set("ms", step_ms[k]).set("share", 100.0 * step_ms[k] / total);
-    if (kArraysMoved[k] > 0) row.set("gbps", gigabytes_per_second(kArraysMoved[k] * 4.0 * split.train, step_ms[k]));
-  }
-  table.add_row().set("step", "total").set("ms", total);
-  out << "per-epoch time of each step (median over " << config.epochs << " epochs, "
-      << (device.cpu ? "host clock" : "CUDA events between the launches") << "):\n";
-  table.print(out);
-  report.json()["steps"] = table.json();
-  if (!device.cpu) {
+  print_steps(t, config, cpu, report);
+  if (!cpu) {
     const double ceiling = device_copy_gbps(split.train * sizeof(float), stream->get());
-    out << "ceiling: device-to-device copy of the training X: " << ceiling << " GB/s (bytes read + written)\n";
+    out << format("ceiling: device-to-device copy of the training X: %g GB/s (bytes read + written)\n", ceiling);
     report.json()["copy_gbps"] = ceiling;
+    setup_costs(config, o.run.common.quick, stream->get(), report);
   }
   return report.finish();
 }

@@ -10,6 +10,7 @@
 // float64 reference, tolerances, the check) is common/regression_problem.h, shared with 05 and 06.
 #pragma once
 
+#include "cli.h"
 #include "device_buffer.h"
 #include "gpu_memory.h"
 #include "regression_problem.h"
@@ -18,9 +19,25 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 namespace workbook::linear_regression {
 using namespace regression;  // the problem itself (Config, Dataset, the reference) is common/'s, shared with 05 and 06
+
+// The flags the lesson and its bench share, one parse for both: --device cpu|N|cuda|cuda:N,
+// --json, --quick, the problem's flags (--points ... --print-every), and part 2's --shuffle and
+// --fill-threads, which need the program's batch flag (--batch-size, --batch-sizes).
+struct RunOptions {
+  CommonOptions common;
+  DeviceChoice device;
+  Config config;
+  bool shuffle = false;  // part 2: the batches in a new order every epoch
+  int fill_threads = 1;  // part 2: host threads filling pipeline 3's pinned ring
+};
+void add_run_options(CLI::App& app, RunOptions& o);
+// After parsing: --quick's sizes (20,011 points, 60 epochs; explicit flags win), then every check
+// of these flags (UsageError, before any CUDA call).
+void check_run_options(const CLI::App& app, RunOptions& o, const std::string& batch_flag);
 
 // Called with (epoch, loss) at every printed epoch (epoch % print_every == 0), as training goes.
 using LossPrinter = std::function<void(int epoch, double loss)>;
@@ -51,6 +68,9 @@ void launch_mse_loss(const float* pred, const float* y, std::int64_t n, float* p
 void launch_mse_backward(const float* pred, const float* y, const float* x, std::int64_t n, float* partials,
                          float* grads, cudaStream_t stream);
 void launch_sgd_step(float* params, const float* grads, float lr, cudaStream_t stream);
+// The parameters written on the device, as nn.Linear(1, 1, device='cuda') makes them, where
+// GpuRegression::train copies them from the host, as model.to('cuda') does (the bench times both).
+void launch_set_params(float* params, float w, float b, cudaStream_t stream);
 
 // GPU memory one run needs: x, y, the predictions, the noise while the data is made, the
 // reduction partials and the per-epoch losses. Saturates rather than wrapping for an absurd N.

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "cuda_check.h"
 #include "device_buffer.h"
+#include "format.h"
 #include "fused_sums.cuh"
 #include "linear_regression.h"
 #include "stats.h"
@@ -29,7 +30,7 @@
 namespace workbook::linear_regression {
 
 // ---------------------------------------------------------------------------------------------
-// 1. The plan: which points each step trains on, and in which order.
+// The plan: which points each step trains on, and in which order.
 void validate(const BatchPlan& plan, std::int64_t train_points, int epochs) {
   if (plan.batch_size < 1 || plan.batch_size > train_points) {
     throw UsageError("--batch-size must be 1 to the " + std::to_string(train_points) +
@@ -66,7 +67,7 @@ std::vector<std::int64_t> batch_order(std::int64_t batches, const BatchPlan& pla
 }
 
 // ---------------------------------------------------------------------------------------------
-// 2. The references: the same steps in double, and in float32 with 04's CPU twins.
+// The references: the same steps in double, and in float32 with 04's CPU twins.
 TrainingResult train_minibatch_reference(const Dataset& data, const Config& config, const BatchPlan& plan) {
   const std::int64_t n = data.split.train;
   const std::int64_t batches = batch_count(n, plan.batch_size);
@@ -138,7 +139,7 @@ TrainingResult train_minibatch_cpu(const Dataset& data, const Config& config, co
 }
 
 // ---------------------------------------------------------------------------------------------
-// 3. One step on the GPU: a batch's three sums and the SGD step, in one launch. The last block to
+// One step on the GPU: a batch's three sums and the SGD step, in one launch. The last block to
 //    finish adds every block's partials in a fixed order and steps (chapter 05's variant 4,
 //    restated here on a batch; the building blocks are common/fused_sums.cuh).
 namespace {
@@ -257,7 +258,7 @@ void copy_batch(DeviceSide& d, int slot, const float* x, const float* y, std::in
 }
 
 // ---------------------------------------------------------------------------------------------
-// 4. The four pipelines. Each queues every step of every epoch; they differ in where a batch
+// The four pipelines. Each queues every step of every epoch; they differ in where a batch
 //    comes from and what the host and the copy engine do while the GPU trains.
 
 // (1) and (2): one stream, one slot. From pageable memory the driver stages each copy through a
@@ -506,22 +507,23 @@ double pinned_h2d_gbps(std::size_t bytes, cudaStream_t stream) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 5. The story the lesson program tells: check every pipeline, then time it, then one table.
+// The story the lesson program tells: check every pipeline, then time it, then one table.
 void minibatch_story(Report& report, const Dataset& data, const Config& config, const BatchPlan& plan, bool cpu,
                      int fill_threads, bool quick) {
   std::ostream& out = report.out();
   const std::int64_t n = data.split.train;
   const std::int64_t batches = batch_count(n, plan.batch_size);
-  out << "mini-batch SGD: " << batches << " batches of up to " << plan.batch_size << " points an epoch, "
-      << (plan.shuffle ? "in a new order every epoch (seed " + std::to_string(plan.seed) + ")" : "in order")
-      << "; the training set (" << 8.0 * n / 1e6 << " MB of x and y) in host memory\n";
+  out << format("mini-batch SGD: %lld batches of up to %lld points an epoch, %s; the training set (%g MB of x and y) "
+                "in host memory\n", static_cast<long long>(batches), static_cast<long long>(plan.batch_size),
+                plan.shuffle ? ("in a new order every epoch (seed " + std::to_string(plan.seed) + ")").c_str() : "in order",
+                8.0 * n / 1e6);
   const TrainingResult want = train_minibatch_reference(data, config, plan);
   if (want.diverged_at) {
     report.check(false, "diverged at epoch " + std::to_string(*want.diverged_at) + " (the float64 reference)");
     return;
   }
   const int timed = quick ? 1 : 3;
-  Table table({{"pipeline", "pipeline"}, {"epoch_ms", "ms/epoch", 4}, {"copy_share", "copy busy %", 1},
+  Table table({{"pipeline", "pipeline"}, {"epoch_ms", "ms/epoch", 4, Column::Style::kTiming}, {"copy_share", "copy busy %", 1},
                {"bound_percent", "% of PCIe bound", 1}, {"w", ""}, {"b", ""}, {"w_error", "w err", 1, Column::Style::kScientific},
                {"b_error", "b err", 1, Column::Style::kScientific}, {"check", "check"}});
   if (cpu) {
@@ -532,15 +534,15 @@ void minibatch_story(Report& report, const Dataset& data, const Config& config, 
     row.set("w_error", c.w).set("b_error", c.b).set("check", c.ok ? "ok" : "FAILED");
     if (c.ok) {
       std::vector<double> ms;
-      for (int i = 0; i < timed; ++i) ms.push_back(train_minibatch_cpu(data, config, plan).training_ms);
-      row.set("epoch_ms", median(ms) / config.epochs);
+      for (int i = 0; i < timed; ++i) ms.push_back(train_minibatch_cpu(data, config, plan).training_ms / config.epochs);
+      row.set("epoch_ms", timing(summarize(ms)));
     }
   } else {
     Stream compute, copy;
     const double bound_gbps = pinned_h2d_gbps(n * sizeof(float), copy.get());
     const double bound_ms = 8.0 * n / (bound_gbps * 1e6);  // one epoch's x and y at that rate
-    out << "PCIe bound: the best pinned host-to-device copy here, " << bound_gbps << " GB/s: " << bound_ms
-        << " ms an epoch\n";
+    out << format("PCIe bound: the best pinned host-to-device copy here, %g GB/s: %g ms an epoch\n", bound_gbps, bound_ms);
+    report.json()["pcie_bound_gbps"] = bound_gbps;
     std::optional<TrainingResult> first_bits;
     for (int k = 1; k <= kPipelineCount; ++k) {
       const Pipeline p = static_cast<Pipeline>(k);
@@ -561,13 +563,13 @@ void minibatch_story(Report& report, const Dataset& data, const Config& config, 
         last = train_minibatch_gpu(data, config, plan, p, fill_threads, compute.get(), copy.get());
         ms.push_back(last.ms / config.epochs);
       }
-      row.set("epoch_ms", median(ms)).set("copy_share", 100.0 * last.copy_busy_ms / last.last_epoch_ms);
+      row.set("epoch_ms", timing(summarize(ms))).set("copy_share", 100.0 * last.copy_busy_ms / last.last_epoch_ms);
       row.set("bound_percent", 100.0 * bound_ms / median(ms));
     }
   }
-  out << "checked against the float64 reference of the same batch order (04's tolerances); time per epoch,"
-      << " median of " << timed << " runs (host clock)"
-      << (cpu ? ":\n" : "; copy busy: the share of the last epoch its copies took (CUDA events):\n");
+  out << format("checked against the float64 reference of the same batch order (04's tolerances); time per epoch,"
+                " median of %d runs (host clock)%s", timed,
+                cpu ? ":\n" : "; copy busy: the share of the last epoch its copies took (CUDA events):\n");
   table.print(out);
   report.json()["minibatch"] = table.json();
 }

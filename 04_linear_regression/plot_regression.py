@@ -24,10 +24,12 @@ STEPS = ["forward", "loss", "backward", "step"]
 OUTPUTS = ["loss_curves.png", "times.png", "summary.md"]
 
 # What this script reads of each run's --json (workbook_cli.shape_error), and which program wrote it.
-STEP_ROWS = [{"step": "text", "ms": "number"}]
-RUN = {"device_name": "text", "ms": "positive", "min_ms": "number", "max_ms": "number", "points": "whole",
-       "epochs": "whole", "print_every": "whole", "losses": [{"epoch": "number", "loss": "number"}],
-       "w": "number", "b": "number", "test_mse": "number", "steps?": STEP_ROWS}
+TIMING = {"median": "positive", "min": "number", "max": "number", "runs": "whole"}  # every measured time
+STEP_ROWS = [{"step": "text", "time_ms": TIMING}]
+RESULT = {"result": [{}]}  # the run's one row; a run whose check failed has no training_ms in it
+RUN = {"device": "text", "points": "whole", "epochs": "whole", "print_every": "whole",
+       "losses": [{"epoch": "number", "loss": "number"}],
+       "result": [{"w": "number", "b": "number", "test_mse": "number", "training_ms": TIMING}], "steps?": STEP_ROWS}
 PROGRAM = {"pytorch_cpu": "pytorch_regression", "pytorch_cuda": "pytorch_regression",
            "cpu": "linear_regression", "cuda": "linear_regression"}
 
@@ -42,14 +44,17 @@ def load_runs(parser, results):
         if not os.path.exists(path):
             continue
         j = parser.input_json(path, PROGRAM[key])
-        on_cpu = str(j.get("device", "")) == "cpu"
+        torch_device = str(j.get("torch_device", j.get("device", "no device")))  # "cpu", "cuda:0"
+        on_cpu = torch_device == "cpu"
         if on_cpu != key.endswith("cpu"):  # two files swapped: refused, not plotted under each other's name
-            parser.fail(f"{path}: its run is on {j.get('device', 'no device')}, its name says "
+            parser.fail(f"{path}: its run is on {torch_device}, its name says "
                         f"{'the CPU' if key.endswith('cpu') else 'the GPU'}")
-        if "ms" not in j:
+        parser.check_shape(path, j, RESULT)
+        if "training_ms" not in j["result"][0]:
             notes.append(f"note: {path} left out: it has no training time (its check failed)")
             continue
         parser.check_shape(path, j, RUN)
+        j.update(j["result"][0])  # w, b, test_mse, training_ms: read below as the run's own
         steps_path = os.path.join(results, key + "_steps.json")
         if "steps" not in j and os.path.exists(steps_path):
             steps = parser.input_json(steps_path, "linear_regression_bench", {"steps": STEP_ROWS})
@@ -61,7 +66,7 @@ def load_runs(parser, results):
         if "steps" not in j:
             notes.append(f"note: {path} left out: no per-step times ({key}_steps.json is missing)")
             continue
-        j["per_epoch_ms"] = {row["step"]: row["ms"] for row in j["steps"]}
+        j["per_epoch_ms"] = {row["step"]: row["time_ms"]["median"] for row in j["steps"]}
         missing = [step for step in STEPS if step not in j["per_epoch_ms"]]
         if missing:
             parser.fail(f"{path}: steps has no {', '.join(missing)}")
@@ -69,6 +74,13 @@ def load_runs(parser, results):
     if not runs:
         parser.fail(f"{results}: no run to plot (none of {', '.join(k + '.json' for k, _ in RUNS)} with its times)")
     return runs, notes
+
+
+def device_label(j):
+    """The GPU's name, or the CPU with the threads it ran on (PyTorch's; the C++ twins run on one core)."""
+    if j["device"] != "CPU":
+        return j["device"]
+    return f"CPU ({j['cpu_threads']} threads)" if "cpu_threads" in j else "CPU (one core)"
 
 
 def relative(x, reference):
@@ -84,8 +96,8 @@ def main(runs, notes, out):
                 markersize=5, alpha=0.8)
     ax.set_yscale("log")
     ax.set_xlabel("epoch")
-    ax.set_ylabel("training MSE (printed every %d epochs)" % runs[0][2]["print_every"])
-    ax.set_title("y = wX + b, %d points: the four runs' loss curves" % runs[0][2]["points"])
+    ax.set_ylabel(f"training MSE (printed every {runs[0][2]['print_every']} epochs)")
+    ax.set_title(f"y = wX + b, {runs[0][2]['points']} points: the four runs' loss curves")
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -93,11 +105,11 @@ def main(runs, notes, out):
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
     labels = [label for _, label, _ in runs]
-    times = [j["ms"] for _, _, j in runs]
+    times = [j["training_ms"]["median"] for _, _, j in runs]
     bars = left.barh(labels, times, color=["#8c8c8c", "#ee4c2c", "#6a9fd8", "#76b900"][: len(runs)])
-    left.bar_label(bars, ["%.4g ms" % t for t in times])
+    left.bar_label(bars, [f"{t:.4g} ms" for t in times])
     left.set_xscale("log")
-    left.set_xlabel("training time, %d epochs (median, ms, log scale)" % runs[0][2]["epochs"])
+    left.set_xlabel(f"training time, {runs[0][2]['epochs']} epochs (median, ms, log scale)")
     gpu_runs = [(label, j) for key, label, j in runs if key in ("pytorch_cuda", "cuda")]
     bottom = [0.0] * len(gpu_runs)
     for step in STEPS:
@@ -113,17 +125,18 @@ def main(runs, notes, out):
     lines = ["| run | device | training time, median (min-max) | per epoch: forward / loss / backward / step (µs) "
              "| w | b | test MSE |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for _, label, j in runs:
-        s = j["per_epoch_ms"]
-        lines.append("| %s | %s | %.4g ms (%.4g-%.4g) | %s | %.9g | %.9g | %.6g |" % (
-            label, j["device_name"], j["ms"], j["min_ms"], j["max_ms"],
-            " / ".join("%.1f" % (s[k] * 1e3) for k in STEPS), j["w"], j["b"], j["test_mse"]))
+        s, t = j["per_epoch_ms"], j["training_ms"]
+        steps = " / ".join(f"{s[k] * 1e3:.1f}" for k in STEPS)
+        lines.append(f"| {label} | {device_label(j)} | {t['median']:.4g} ms ({t['min']:.4g}-{t['max']:.4g}) | {steps} "
+                     f"| {j['w']:.9g} | {j['b']:.9g} | {j['test_mse']:.6g} |")
     by_key = {key: j for key, _, j in runs}
     if "cuda" in by_key and "pytorch_cuda" in by_key:
         c, p = by_key["cuda"], by_key["pytorch_cuda"]
         lines.append("")
-        lines.append("CUDA kernels vs PyTorch eager on the same GPU: %.2fx faster; |w - w_torch| / |w| = %.2g, "
-                     "|b - b_torch| / |b| = %.2g" % (p["ms"] / c["ms"], relative(p["w"], c["w"]),
-                                                    relative(p["b"], c["b"])))
+        speedup = p["training_ms"]["median"] / c["training_ms"]["median"]
+        lines.append(f"CUDA kernels vs PyTorch eager on the same GPU: {speedup:.2f}x faster; "
+                     f"|w - w_torch| / |w| = {relative(p['w'], c['w']):.2g}, "
+                     f"|b - b_torch| / |b| = {relative(p['b'], c['b']):.2g}")
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -6,6 +6,8 @@ The same data (X = i * 2e-6 in float32, y = 0.7 X + 0.3, first 80% train), the s
 epochs, on cpu or cuda; prints the loss every --print-every epochs and writes the same JSON
 fields as the C++ program. Timing as there: the whole epoch loop (loss.item() reads included),
 warm-up runs first, then the median of repeated runs (CUDA events on cuda, the host clock on cpu).
+On cuda it also times the setup rows linear_regression_bench writes: the model copied to the GPU
+or made there, and the data made there without and with noise.
 
     python3 pytorch_regression.py --device cuda --json pytorch_cuda.json
     python3 pytorch_regression.py --device cpu
@@ -22,12 +24,12 @@ import copy
 import json
 import math
 import os
-import statistics
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, device_name, finish, integer, number, report_stream, size  # noqa: E402  (cli.h's flag rules)
+from workbook_cli import Parser, device_name, finish, integer, number, report_stream, size, timing  # noqa: E402  (cli.h's flag rules)
 from torch_cuda import use_cuda_device  # noqa: E402  (no GPU: 77; no such --device: 2)
 from regression_torch import make_data, train  # noqa: E402  (the data, the timer and the eager loop, shared with 05)
 
@@ -68,36 +70,74 @@ def main():
     if device.type == "cuda":
         use_cuda_device("pytorch_regression", device.index or 0)
     log = report_stream(args.json)
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({torch.get_num_threads()} threads)"
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     train_points = args.points // 5 * 4 + args.points % 5 * 4 // 5
+    threads = f", {torch.get_num_threads()} threads" if device.type == "cpu" else ""
     print(f"pytorch_regression: torch {torch.__version__}, {args.points} points ({train_points} train), "
-          f"{args.epochs} epochs, lr {args.lr}, on {device} ({name})", file=log)
+          f"{args.epochs} epochs, lr {args.lr}, on {device} ({name}{threads})", file=log)
     data = make_data(args.points, args.noise, args.seed, device)
 
     result = train(args, data, device, log=log, time_steps=True)
-    out = {"program": "pytorch_regression", "implementation": "pytorch", "device": str(device), "device_name": name,
-           "torch_version": torch.__version__, "points": args.points, "train_points": train_points,
-           "test_points": args.points - train_points, "epochs": args.epochs, "lr": args.lr, "noise": args.noise,
-           "seed": args.seed, "print_every": args.print_every}
-    out.update({k: v for k, v in result.items() if k != "training_ms"})
+    # The keys linear_regression writes: settings at the top, the run's outcome in "result".
+    out = {"program": "pytorch_regression", "device": name, "torch_device": str(device), "implementation": "pytorch",
+           "torch_version": torch.__version__, "quick": args.quick, "points": args.points,
+           "train_points": train_points, "test_points": args.points - train_points, "epochs": args.epochs,
+           "lr": args.lr, "noise": args.noise, "seed": args.seed, "print_every": args.print_every}
+    if device.type == "cpu":
+        out["cpu_threads"] = torch.get_num_threads()
+    out["losses"] = result["losses"]
+    row = {k: result[k] for k in ("w", "b", "test_mse") if k in result}
+    out["result"] = [row]  # one row, as linear_regression's table: filled in below
     if result["diverged_at"] is not None:
         print(f"diverged at epoch {result['diverged_at']}", file=log)
+        row["diverged_at"] = result["diverged_at"]
         failures = [f"diverged at epoch {result['diverged_at']}"]
     else:
         warmup = 2 if device.type == "cuda" else 1
         repeats = args.repeats or (2 if args.quick else 10 if device.type == "cuda" else 3)
         times = [train(args, data, device)["training_ms"] for _ in range(warmup + repeats)][warmup:]
-        out.update(ms=statistics.median(times), min_ms=min(times), max_ms=max(times), repeats=repeats)
+        row["training_ms"] = timing(times)
+        t = row["training_ms"]
         print(f"final: w {result['w']:.9g}, b {result['b']:.9g}, test MSE {result['test_mse']:.9g}", file=log)
-        print(f"training time, {args.epochs} epochs: {out['ms']:.4g} ms median "
-              f"(min {min(times):.4g}, max {max(times):.4g}) over {repeats} runs after {warmup} warm-up", file=log)
+        print(f"training time, {args.epochs} epochs: {t['median']:.4g} ms median "
+              f"(min {t['min']:.4g}, max {t['max']:.4g}) over {t['runs']} runs after {warmup} warm-up", file=log)
         print("per-epoch time of each step (median over the epochs of the first run):", file=log)
-        for row in result["steps"]:
-            print(f"  {row['step']:10s}{row['ms']:10.4f} ms", file=log)
+        for step in result["steps"]:
+            print(f"  {step['step']:10s}{step['time_ms']['median']:10.4f} ms", file=log)
+        out["steps"] = result["steps"]
+        if device.type == "cuda":
+            out["setup"] = setup_costs(args, device, log)
         failures = []
         if args.profile:
             out["profile"] = profile(args, data, device, log)
     return finish(out, failures, args.json)
+
+
+def setup_costs(args, device, log):
+    """What the loop needs before its first epoch (issue #30), timed as linear_regression_bench
+    times it: the host clock from the call until the result is on the GPU, after 2 warm-up runs.
+    The same rows: the model copied to the GPU or made there, the data without and with noise."""
+    noise = args.noise if args.noise > 0 else 0.1  # the run's noise, else a little
+    made = [("parameters copied to the GPU", "nn.Linear(1, 1).to('cuda')", lambda: torch.nn.Linear(1, 1).to(device)),
+            ("parameters made on the GPU", "nn.Linear(1, 1, device='cuda')", lambda: torch.nn.Linear(1, 1, device=device))]
+    made += [(f"data made on the GPU, noise {sigma:g}", "make_data(..., device='cuda')",
+              lambda sigma=sigma: make_data(args.points, sigma, args.seed, device)) for sigma in (0.0, noise)]
+    timed = 3 if args.quick else 10
+    rows = []
+    for what, pytorch, make in made:
+        times = []
+        for i in range(2 + timed):
+            start = time.perf_counter()
+            make()
+            torch.cuda.synchronize(device)
+            if i >= 2:
+                times.append(1e3 * (time.perf_counter() - start))
+        rows.append({"what": what, "pytorch": pytorch, "time_ms": timing(times)})
+    print(f"setup before the first epoch (host clock until the result is on the GPU, median of {timed} "
+          "after 2 warm-up):", file=log)
+    for r in rows:
+        print(f"  {r['pytorch']:32s}{r['time_ms']['median']:10.4f} ms", file=log)
+    return rows
 
 
 def profile(args, data, device, log):

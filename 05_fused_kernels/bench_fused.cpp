@@ -13,6 +13,7 @@
 #include "compute_capability.h"
 #include "copy_ceiling.h"
 #include "epoch_trace.h"
+#include "format.h"
 #include "fused_kernels.h"
 #include "gpu_probe.h"
 #include "nvtx.h"
@@ -27,6 +28,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -100,14 +102,15 @@ std::vector<TraceOp> record(FusedTraining& gpu, const TraceLayout& layout, int w
   return trace.ops();
 }
 
-// --breakdown: the median per-epoch time of each operation of variants 1 and 3, from a traced pass.
+// --breakdown: the per-epoch time of each operation of variants 1 and 3 (median, min, max over the
+// epochs of a traced pass), its share of the median epoch, then each epoch's operations together.
 void breakdown(FusedTraining& gpu, Report& report) {
   const std::vector<Variant> both{Variant::kUnfused, Variant::kBlockReduce};
   const TraceLayout layout = trace_layout(both);
   const int epochs = gpu.epochs() - std::min(kTraceWarmupEpochs, gpu.epochs() - 1);
   const std::vector<TraceOp> ops = record(gpu, layout, gpu.epochs() - epochs, epochs);
-  Table table({{"variant", "variant"}, {"operation", "operation"}, {"us", "us/epoch", 2}, {"share", "share %", 1}});
-  nlohmann::json per_epoch = nlohmann::json::object();
+  Table table({{"variant", "variant"}, {"operation", "operation"}, {"time_us", "us/epoch", 2, Column::Style::kTiming},
+               {"share", "share %", 1}});
   for (std::size_t i = 0; i < both.size(); ++i) {
     std::map<std::string, std::vector<double>> samples;  // operation -> its duration in every epoch
     std::vector<std::string> order;
@@ -117,20 +120,22 @@ void breakdown(FusedTraining& gpu, Report& report) {
       if (samples[name].empty()) order.push_back(name);
       samples[name].push_back(op.duration_us);
     }
-    double total = 0.0;
-    for (const std::string& name : order) total += median(samples[name]);
-    nlohmann::json entry = {{"total", total * 1e-3}};
+    std::vector<double> per_epoch(static_cast<std::size_t>(epochs), 0.0);  // each epoch's operations together
     for (const std::string& name : order) {
-      const double us = median(samples[name]);
-      table.add_row().set("variant", label(both[i])).set("operation", name).set("us", us).set("share", 100.0 * us / total);
-      entry[name] = us * 1e-3;
+      for (std::size_t e = 0; e < per_epoch.size() && e < samples[name].size(); ++e) per_epoch[e] += samples[name][e];
     }
-    per_epoch[both[i] == Variant::kUnfused ? "unfused" : "fused"] = entry;
+    const Stats total = summarize(per_epoch);
+    for (const std::string& name : order) {
+      const Stats t = summarize(samples[name]);
+      table.add_row().set("variant", label(both[i])).set("operation", name).set("time_us", timing(t))
+          .set("share", 100.0 * t.median / total.median);
+    }
+    table.add_row().set("variant", label(both[i])).set("operation", "total").set("time_us", timing(total));
   }
-  report.out() << "per-epoch time of each operation at " << gpu.train_points() << " training points (median over "
-               << epochs << " epochs, a pair of CUDA events around each):\n";
+  report.out() << format("per-epoch time of each operation at %lld training points (over %d epochs, a pair of CUDA "
+                         "events around each):\n", static_cast<long long>(gpu.train_points()), epochs);
   table.print(report.out());
-  report.json()["per_epoch_ms"] = per_epoch;
+  report.json()["breakdown"] = table.json();
 }
 
 // --trace FILE: the Chrome trace, and what each variant's epochs add up to.
@@ -146,10 +151,11 @@ void trace_to_file(FusedTraining& gpu, const std::vector<Variant>& variants, con
     table.add_row().set("variant", label(t.variant)).set("ops", t.ops / epochs).set("epoch_us", t.epoch_us)
         .set("busy_us", t.busy_us).set("busy_percent", t.epoch_us > 0 ? 100.0 * t.busy_us / t.epoch_us : 0.0);
   }
-  report.out() << "trace: " << epochs << " epochs per variant after " << warmup
-               << " warm-up, a pair of CUDA events around each GPU operation (untimed pass):\n";
+  report.out() << format("trace: %d epochs per variant after %d warm-up, a pair of CUDA events around each GPU "
+                         "operation (untimed pass):\n", epochs, warmup);
   table.print(report.out());
-  report.out() << "trace: " << ops.size() << " operations on " << layout.tracks.size() << " tracks written to " << path << "\n";
+  report.out() << format("trace: %zu operations on %zu tracks written to %s\n", ops.size(), layout.tracks.size(),
+                         path.c_str());
   report.json()["trace"] = {{"path", path}, {"epochs", epochs}, {"warmup_epochs", warmup}, {"operations", ops.size()},
                             {"tracks", layout.tracks}, {"variants", table.json()}};
 }
@@ -160,9 +166,9 @@ void trace_to_file(FusedTraining& gpu, const std::vector<Variant>& variants, con
 void sweep(const Config& base, const std::vector<std::int64_t>& sizes, const std::vector<Variant>& variants,
            Repeats repeats, double copy_gbps, const std::string& csv, Report& report) {
   std::ostream& out = report.out();
-  out << "sweep: " << sizes.size() << " sizes x " << variants.size() << " variants, " << base.epochs
-      << " epochs, median of " << repeats.timed << " runs after " << repeats.warmup << " warm-up; lr " << base.lr
-      << " up to " << regression::kArticlePoints << " points, scaled by (5M/N)^2 above\n"
+  out << format("sweep: %zu sizes x %zu variants, %d epochs, median of %d runs after %d warm-up; lr %g up to %lld "
+                "points, scaled by (5M/N)^2 above\n", sizes.size(), variants.size(), base.epochs, repeats.timed,
+                repeats.warmup, base.lr, static_cast<long long>(regression::kArticlePoints))
       << table_header() << "\n";
   struct SizeRun {
     Config config;
@@ -221,11 +227,7 @@ void sweep(const Config& base, const std::vector<std::int64_t>& sizes, const std
           const double t = run.gpu->train(v).training_ms;
           if (i >= repeats.warmup) ms.push_back(t);
         }
-        const Stats t = summarize(ms);
-        row.median_ms = t.median;
-        row.min_ms = t.min;
-        row.max_ms = t.max;
-        row.repeats = static_cast<int>(t.count);
+        row.training = summarize(ms);
       }
       out << table_line(row) << "\n";
       rows.push_back(row);
@@ -233,17 +235,17 @@ void sweep(const Config& base, const std::vector<std::int64_t>& sizes, const std
     run.gpu.reset();  // free this size's GPU memory
   }
   for (const auto& k : skipped) {
-    out << "  " << label(static_cast<Variant>(k["variant"].get<int>())) << " skipped: " << k["skipped"].get<std::string>() << "\n";
+    out << "  " + label(static_cast<Variant>(k["variant"].get<int>())) + " skipped: " + k["skipped"].get<std::string>() + "\n";
   }
   nlohmann::json& j = report.json();
-  j["rows"] = nlohmann::json::array();
-  for (const SweepRow& r : rows) j["rows"].push_back(to_json(r));
+  j["sweep"] = nlohmann::json::array();
+  for (const SweepRow& r : rows) j["sweep"].push_back(to_json(r));
   j["skipped"] = skipped;
   if (!csv.empty()) {
     std::ofstream file(csv);
     write_csv(file, rows);
     if (!file) throw std::runtime_error("cannot write " + csv);
-    out << "wrote " << csv << "\n";
+    out << "wrote " + csv + "\n";
   }
 }
 
@@ -252,7 +254,7 @@ void sweep(const Config& base, const std::vector<std::int64_t>& sizes, const std
 void barrier_costs(const Config& config, bool quick, cudaStream_t stream, Report& report) {
   FusedTraining gpu(config, stream);
   if (!gpu.supports(Variant::kOnChip)) {
-    report.out() << "barrier: skipped: variant 8 " << gpu.skip_reason(Variant::kOnChip) << "\n";
+    report.out() << "barrier: skipped: variant 8 " + gpu.skip_reason(Variant::kOnChip) + "\n";
     return;
   }
   const TrainingResult want = regression::train_reference(gpu.copy_dataset(), config);
@@ -269,68 +271,94 @@ void barrier_costs(const Config& config, bool quick, cudaStream_t stream, Report
   table.add_row().set("what", "grid barrier: cooperative_groups grid.sync()").set("us", b.grid_sync_us);
   table.add_row().set("what", "grid barrier: arrival counter + generation flag").set("us", b.counter_us);
   table.add_row().set("what", "the whole epoch at " + std::to_string(config.points) + " points").set("us", us_per_epoch(config.epochs, median(ms)));
-  report.out() << "barrier: " << b.blocks << " blocks x " << kOnChipThreads << " threads (variant 8's launch), "
-               << "each barrier timed alone (" << rounds << " in a row, minus an empty launch):\n";
+  report.out() << format("barrier: %d blocks x %d threads (variant 8's launch), each barrier timed alone (%d in a row, "
+                         "minus an empty launch):\n", b.blocks, kOnChipThreads, rounds);
   table.print(report.out());
   report.json()["barrier"] = table.json();
 }
 
-int run(int argc, char** argv) {
-  CLI::App app{"Chapter 05's bench: size sweep, per-kernel breakdown and Chrome trace of the fused variants"};
+struct Options {
   CommonOptions common;
-  add_common_options(app, common);
-  LadderOptions o;
-  o.repeats = 3;
-  add_ladder_options(app, o, "timed runs per variant and size (default 3; 2 with --quick)");
-  bool do_sweep = false, do_breakdown = false, do_barrier = false;
-  std::string sizes_text, csv, trace_path;
-  app.add_flag("--sweep", do_sweep, "every size of --sizes x every variant: checked, then timed");
-  app.add_flag("--breakdown", do_breakdown, "per-kernel time of variants 1 and 3 at --points");
-  app.add_flag("--barrier", do_barrier, "the cost of one grid-wide barrier in variant 8's launch shape");
-  app.add_option("--trace", trace_path, "write a Chrome trace (Perfetto, chrome://tracing) of 3 epochs of variants 1, 3, 4, 6")
+  LadderOptions ladder;
+  bool sweep = false, breakdown = false, barrier = false;  // none of the modes given: all three
+  std::vector<std::int64_t> sizes;
+  std::string csv, trace_path;  // empty: not asked for
+};
+
+std::optional<int> parse_options(int argc, char** argv, Options& o) {
+  CLI::App app{"Chapter 05's bench: size sweep, per-kernel breakdown and Chrome trace of the fused variants"};
+  add_common_options(app, o.common);
+  o.ladder.repeats = 3;
+  add_ladder_options(app, o.ladder, "timed runs per variant and size (default 3; 2 with --quick)");
+  std::string sizes_text;
+  app.add_flag("--sweep", o.sweep, "every size of --sizes x every variant: checked, then timed");
+  app.add_flag("--breakdown", o.breakdown, "per-kernel time of variants 1 and 3 at --points");
+  app.add_flag("--barrier", o.barrier, "the cost of one grid-wide barrier in variant 8's launch shape");
+  app.add_option("--trace", o.trace_path, "write a Chrome trace (Perfetto, chrome://tracing) of 3 epochs of variants 1, 3, 4, 6")
       ->type_name("FILE");
   app.add_option("--sizes", sizes_text, "sweep sizes, e.g. 500,5K,5M (default: the article's, plus 100K)")->type_name("LIST");
-  app.add_option("--csv", csv, "sweep: write the rows as CSV to FILE")->type_name("FILE");
-  if (auto code = parse_command_line(app, argc, argv)) return *code;
-  if (!do_sweep && !do_breakdown && !do_barrier && app.count("--trace") == 0) do_sweep = do_breakdown = do_barrier = true;
-  finish_ladder_options(app, common.quick, o);
-  const Config& config = o.config;
-  const std::vector<Variant>& variants = o.variants;
-  const int repeats = o.repeats, copy_mib = o.copy_mib;
-  if (!do_sweep && (app.count("--sizes") || app.count("--csv"))) throw UsageError("--sizes and --csv need --sweep");
-  const std::vector<std::int64_t> sizes = !sizes_text.empty() ? parse_sizes(sizes_text)
-                                          : common.quick      ? std::vector<std::int64_t>{2, 1025, 20'011}
-                                                              : default_sweep_sizes();
+  app.add_option("--csv", o.csv, "sweep: write the rows as CSV to FILE")->type_name("FILE");
+  if (auto code = parse_command_line(app, argc, argv)) return code;
+  const bool trace = app.count("--trace") > 0;
+  if (!o.sweep && !o.breakdown && !o.barrier && !trace) o.sweep = o.breakdown = o.barrier = true;
+  finish_ladder_options(app, o.common.quick, o.ladder);
+  if (!o.sweep && (app.count("--sizes") || app.count("--csv"))) throw UsageError("--sizes and --csv need --sweep");
+  o.sizes = !sizes_text.empty() ? parse_sizes(sizes_text)
+            : o.common.quick    ? std::vector<std::int64_t>{2, 1025, 20'011}
+                                : default_sweep_sizes();
   if (app.count("--sizes") && sizes_text.empty()) parse_sizes(sizes_text);  // an empty list is refused
-  if (app.count("--csv")) require_output_file("--csv", csv);
-  if (app.count("--trace")) {
-    require_output_file("--trace", trace_path);
-    trace_layout(variants);  // refuse a selection with nothing to trace before touching the GPU
+  if (app.count("--csv")) require_output_file("--csv", o.csv);
+  if (trace) {
+    require_output_file("--trace", o.trace_path);
+    trace_layout(o.ladder.variants);  // refuse a selection with nothing to trace before touching the GPU
   }
-  (void)pretended_compute_capability();
+  (void)pretended_compute_capability();  // a malformed test override is refused before any CUDA call
+  return std::nullopt;
+}
 
-  use_device(common.device);
-  Report report("fused_kernels_bench", common.json);
-  report.json()["device_name"] = describe_device(common.device);
-  report.out() << "fused_kernels_bench: device " << describe_device(common.device) << "\n";
+// The settings every mode shares, as the JSON's top-level values.
+void describe_run(const Options& o, double copy_gbps, Report& report) {
+  const Config& config = o.ladder.config;
+  nlohmann::json& j = report.json();
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, o.common.device));
+  j["device"] = prop.name;
+  j["quick"] = o.common.quick;
+  j["points"] = config.points;  // --breakdown's, --trace's and --barrier's size (the sweep's are its rows')
+  j["epochs"] = config.epochs;
+  j["lr"] = config.lr;
+  j["repeats"] = o.ladder.repeats;
+  j["copy_mib"] = o.ladder.copy_mib;
+  j["copy_gbps"] = copy_gbps;
+}
+
+int run(int argc, char** argv) {
+  Options o;
+  if (auto code = parse_options(argc, argv, o)) return *code;
+  const Config& config = o.ladder.config;
+  const int copy_mib = o.ladder.copy_mib;
+  use_device(o.common.device);
+  Report report("fused_kernels_bench", o.common.json);
+  report.out() << "fused_kernels_bench: device " + describe_device(o.common.device) + "\n";
   Stream stream;
   require_gpu_memory("--copy-mib " + std::to_string(copy_mib), ByteCount().add(copy_mib, 1 << 20, 2));
   const double copy_gbps = device_copy_gbps(static_cast<std::size_t>(copy_mib) << 20, stream.get());
-  report.out() << "ceiling: device-to-device copy of " << copy_mib << " MiB: " << copy_gbps << " GB/s (bytes read + written)\n";
-  report.json()["copy_gbps"] = copy_gbps;
-  report.json()["epochs"] = config.epochs;
-  if (do_sweep) sweep(config, sizes, variants, Repeats{common.quick ? 1 : 2, repeats}, copy_gbps, csv, report);
-  if (do_breakdown || app.count("--trace")) {
+  report.out() << format("ceiling: device-to-device copy of %d MiB: %g GB/s (bytes read + written)\n", copy_mib, copy_gbps);
+  describe_run(o, copy_gbps, report);
+  if (o.sweep) {
+    sweep(config, o.sizes, o.ladder.variants, Repeats{o.common.quick ? 1 : 2, o.ladder.repeats}, copy_gbps, o.csv, report);
+  }
+  if (o.breakdown || !o.trace_path.empty()) {
     FusedTraining gpu(config, stream.get());
     const TrainingResult want = regression::train_reference(gpu.copy_dataset(), config);
     for (const Variant v : {Variant::kUnfused, Variant::kBlockReduce, Variant::kLastBlock, Variant::kStreams}) {
       const regression::Check c = check_variant(v, gpu.train(v), want);  // what is traced is right
       report.check(c.ok, "variant " + label(v) + " at " + std::to_string(config.points) + " points: " + c.failure);
     }
-    if (report.passed() && do_breakdown) breakdown(gpu, report);
-    if (report.passed() && app.count("--trace")) trace_to_file(gpu, variants, trace_path, report);
+    if (report.passed() && o.breakdown) breakdown(gpu, report);
+    if (report.passed() && !o.trace_path.empty()) trace_to_file(gpu, o.ladder.variants, o.trace_path, report);
   }
-  if (do_barrier) barrier_costs(config, common.quick, stream.get(), report);
+  if (o.barrier) barrier_costs(config, o.common.quick, stream.get(), report);
   return report.finish();
 }
 

@@ -23,6 +23,7 @@
 #include "copy_ceiling.h"
 #include "cuda_check.h"
 #include "event_timer.h"
+#include "format.h"
 #include "fused_sums.cuh"
 #include "gpu_probe.h"
 #include "gpu_memory.h"
@@ -33,6 +34,7 @@
 #include "table.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -310,14 +312,17 @@ void FusedTraining::update(int epoch, int partial_count, int stride) {
   CUDA_CHECK_LAUNCH();
 }
 
-void FusedTraining::last_block_epoch(int epoch) {
-  const std::int64_t n = train_points_;
-  const int blocks = shape(Variant::kLastBlock).blocks;
-  const StepArgs step{params_.data(), losses_.data(), epoch, static_cast<float>(config_.lr),
-                      static_cast<float>(1.0 / n), static_cast<float>(2.0 / n)};
-  fused_sums_kernel<true><<<blocks, kThreads, 0, stream_>>>(x_.data(), y_.data(), n, params_.data(), partials_.data(),
-                                                           blocks, done_count_.data(), step);
+void launch_last_block_epoch(const float* x, const float* y, std::int64_t n, float* params, float* losses, int epoch,
+                             float lr, int blocks, float* partials, unsigned* done_count, cudaStream_t stream) {
+  const StepArgs step{params, losses, epoch, lr, static_cast<float>(1.0 / n), static_cast<float>(2.0 / n)};
+  fused_sums_kernel<true><<<blocks, kThreads, 0, stream>>>(x, y, n, params, partials, blocks, done_count, step);
   CUDA_CHECK_LAUNCH();
+}
+
+void FusedTraining::last_block_epoch(int epoch) {
+  launch_last_block_epoch(x_.data(), y_.data(), train_points_, params_.data(), losses_.data(), epoch,
+                          static_cast<float>(config_.lr), shape(Variant::kLastBlock).blocks, partials_.data(),
+                          done_count_.data(), stream_);
 }
 
 // Fork: every side stream waits for this epoch's w and b. Join: the update waits for all four.
@@ -469,103 +474,143 @@ Stats time_variant(FusedTraining& gpu, Variant v, const TrainingResult& first, R
   return summarize(ms);
 }
 
-int run(int argc, char** argv) {
-  CLI::App app{"Chapter 05: chapter 04's regression fused into one kernel per epoch, then one launch in all"};
+struct Options {
   CommonOptions common;
-  add_common_options(app, common);
-  LadderOptions o;
-  o.repeats = 10;
-  add_ladder_options(app, o, "timed runs per variant (default 10, 2 with --quick; at most 3 for variant 2)");
-  if (auto code = parse_command_line(app, argc, argv)) return *code;
-  finish_ladder_options(app, common.quick, o);
-  const Config& config = o.config;
-  const std::vector<Variant>& variants = o.variants;
-  const int repeats = o.repeats, copy_mib = o.copy_mib;
-  (void)pretended_compute_capability();  // a malformed test override is refused before anything is printed
+  LadderOptions ladder;
+};
 
-  use_device(common.device);
+std::optional<int> parse_options(int argc, char** argv, Options& o) {
+  CLI::App app{"Chapter 05: chapter 04's regression fused into one kernel per epoch, then one launch in all"};
+  add_common_options(app, o.common);
+  o.ladder.repeats = 10;
+  add_ladder_options(app, o.ladder, "timed runs per variant (default 10, 2 with --quick; at most 3 for variant 2)");
+  if (auto code = parse_command_line(app, argc, argv)) return code;
+  finish_ladder_options(app, o.common.quick, o.ladder);
+  (void)pretended_compute_capability();  // a malformed test override is refused before anything is printed
+  return std::nullopt;
+}
+
+// The run's first lines, and its settings as the JSON's top-level values.
+void describe_run(const Options& o, Report& report) {
+  const Config& c = o.ladder.config;
+  const regression::Split split = regression::split_of(c.points);
+  report.out() << format("fused_kernels: y = w*X + b by full-batch SGD, %lld points (%lld train, %lld test), %d epochs, "
+                         "lr %g, noise %g\n",
+                         static_cast<long long>(c.points), static_cast<long long>(split.train),
+                         static_cast<long long>(split.test), c.epochs, c.lr, c.noise)
+               << "device: " + describe_device(o.common.device) + "\n";
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, o.common.device));
+  nlohmann::json& j = report.json();
+  j["device"] = prop.name;
+  j["quick"] = o.common.quick;
+  j["points"] = c.points;
+  j["train_points"] = split.train;
+  j["test_points"] = split.test;
+  j["epochs"] = c.epochs;
+  j["lr"] = c.lr;
+  j["noise"] = c.noise;
+  j["seed"] = c.seed;
+  j["repeats"] = o.ladder.repeats;
+  j["copy_mib"] = o.ladder.copy_mib;
+}
+
+// Step 1 for one variant: its first run against the reference, into its row (a variant this GPU
+// cannot run is skipped, with why). Returns the run, or nullopt for a skipped variant.
+std::optional<TrainingResult> check_variant(FusedTraining& gpu, Variant v, const TrainingResult& want, Table::Row& row,
+                                            Report& report) {
+  row.set("variant", static_cast<int>(v)).set("name", variant_name(v));
+  if (!gpu.supports(v)) {
+    row.set("check", "skipped: " + gpu.skip_reason(v));
+    return std::nullopt;
+  }
+  const LaunchShape s = gpu.shape(v);
+  const TrainingResult got = gpu.train(v);
+  const Tolerance losses = v == Variant::kAtomic ? kAtomicLossTolerance : regression::kLossTolerance;
+  const regression::Check c = regression::check_against(got, want, regression::kParameterTolerance, losses);
+  row.set("blocks", s.blocks).set("threads", s.threads).set("launches_per_epoch", gpu.kernels_per_epoch(v));
+  row.set("w", got.w).set("b", got.b).set("test_mse", got.test_mse).set("passed", c.ok);
+  if (!want.diverged_at) row.set("w_error", c.w).set("b_error", c.b).set("loss_error", c.losses).set("test_error", c.test_mse);
+  row.set("check", c.ok ? "ok" : "FAILED");
+  report.check(c.ok, "variant " + label(v) + ": " + c.failure);
+  return got;
+}
+
+// Step 2 for one variant: its timed runs, and what they achieve beside the copy and variant 1.
+void time_row(const Stats& t, const Config& config, double copy_gbps, double unfused_ms, Table::Row& row) {
+  const double gbps = achieved_gbps(regression::split_of(config.points).train, config.epochs, t.median);
+  row.set("training_ms", timing(t)).set("us_per_epoch", us_per_epoch(config.epochs, t.median)).set("gbps", gbps);
+  row.set("copy_percent", 100.0 * gbps / copy_gbps);
+  if (unfused_ms > 0) row.set("speedup", unfused_ms / t.median);
+}
+
+int run(int argc, char** argv) {
+  Options o;
+  if (auto code = parse_options(argc, argv, o)) return *code;
+  const Config& config = o.ladder.config;
+  const std::vector<Variant>& variants = o.ladder.variants;
+  const int copy_mib = o.ladder.copy_mib;
+  use_device(o.common.device);
   const std::size_t copy_bytes = static_cast<std::size_t>(copy_mib) << 20;
   // The data and, while it is held, the two buffers of the ceiling's copy: asked before either is taken.
   require_gpu_memory("--points " + std::to_string(config.points) + " with --copy-mib " + std::to_string(copy_mib),
                      FusedTraining::bytes_needed(config).add(static_cast<std::int64_t>(copy_bytes), 1, 2));
-  Report report("fused_kernels", common.json);
+  Report report("fused_kernels", o.common.json);
   std::ostream& out = report.out();
-  const regression::Split split = regression::split_of(config.points);
-  out << "fused_kernels: y = w*X + b by full-batch SGD, " << config.points << " points (" << split.train << " train, "
-      << split.test << " test), " << config.epochs << " epochs, lr " << config.lr << ", noise " << config.noise
-      << "\ndevice: " << describe_device(common.device) << "\n";
+  describe_run(o, report);
   Stream stream;
   FusedTraining gpu(config, stream.get());
-  out << "on chip (variant 8): " << gpu.on_chip_text() << "\n";
+  out << "on chip (variant 8): " + gpu.on_chip_text() + "\n";
 
   // 1. The reference, then every variant's first run checked against it.
+  out << "== 1. every variant's first run against the float64 reference\n";
   const TrainingResult want = regression::train_reference(gpu.copy_dataset(), config);
   if (!want.diverged_at) {
-    out << std::setprecision(9) << "reference (float64 recurrence on the same data): w " << want.w << ", b " << want.b
-        << ", test MSE " << want.test_mse << "\n";
+    out << format("reference (float64 recurrence on the same data): w %.9g, b %.9g, test MSE %.9g\n", want.w, want.b,
+                  want.test_mse);
   }
   Table table({{"variant", "#"}, {"name", "variant"}, {"blocks", "blocks"}, {"threads", "threads"},
                {"launches_per_epoch", "launches/epoch"}, {"w", ""}, {"b", ""}, {"test_mse", ""},
                {"w_error", "w err", 1, Column::Style::kScientific}, {"b_error", "b err", 1, Column::Style::kScientific},
                {"loss_error", "loss err", 1, Column::Style::kScientific},
-               {"test_error", "test err", 1, Column::Style::kScientific}, {"passed", ""}, {"ms", "ms", 3},
-               {"min_ms", "min", 3}, {"max_ms", "max", 3}, {"repeats", ""}, {"us_per_epoch", "us/epoch", 2},
+               {"test_error", "test err", 1, Column::Style::kScientific}, {"passed", ""},
+               {"training_ms", "ms", 3, Column::Style::kTiming}, {"us_per_epoch", "us/epoch", 2},
                {"gbps", "GB/s", 0}, {"copy_percent", "% of copy", 1}, {"speedup", "vs 1", 1}, {"check", "check"}});
-  std::vector<TrainingResult> first(variants.size());
-  const TrainingResult* last_run = nullptr;  // its losses are shown (variants 7 and 8 may be skipped)
-  for (std::size_t i = 0; i < variants.size(); ++i) {
-    const Variant v = variants[i];
-    Table::Row& row = table.add_row().set("variant", static_cast<int>(v)).set("name", variant_name(v));
-    if (!gpu.supports(v)) {
-      row.set("check", "skipped: " + gpu.skip_reason(v));
-      continue;
-    }
-    const LaunchShape s = gpu.shape(v);
-    first[i] = gpu.train(v);
-    last_run = &first[i];
-    const Tolerance losses = v == Variant::kAtomic ? kAtomicLossTolerance : regression::kLossTolerance;
-    const regression::Check c = regression::check_against(first[i], want, regression::kParameterTolerance, losses);
-    row.set("blocks", s.blocks).set("threads", s.threads).set("launches_per_epoch", gpu.kernels_per_epoch(v));
-    row.set("w", first[i].w).set("b", first[i].b).set("test_mse", first[i].test_mse).set("passed", c.ok);
-    if (!want.diverged_at) row.set("w_error", c.w).set("b_error", c.b).set("loss_error", c.losses).set("test_error", c.test_mse);
-    row.set("check", c.ok ? "ok" : "FAILED");
-    report.check(c.ok, "variant " + label(v) + ": " + c.failure);
-  }
-  out << "checked against the reference: w, b to " << regression::kParameterTolerance.rel << ", every epoch's loss to "
-      << regression::kLossTolerance.rel << " (variant 2, float atomics: " << kAtomicLossTolerance.rel << ")\n";
+  std::vector<std::optional<TrainingResult>> first;
+  for (const Variant v : variants) first.push_back(check_variant(gpu, v, want, table.add_row(), report));
+  out << format("checked against the reference: w, b to %g, every epoch's loss to %g (variant 2, float atomics: %g)\n",
+                regression::kParameterTolerance.rel, regression::kLossTolerance.rel, kAtomicLossTolerance.rel);
+  const auto last_run = std::find_if(first.rbegin(), first.rend(), [](const auto& r) { return r.has_value(); });
   if (want.diverged_at) {
-    out << "diverged at epoch " << *want.diverged_at << " (the reference and every variant); nothing to time\n";
+    out << format("diverged at epoch %d (the reference and every variant); nothing to time\n", *want.diverged_at);
     report.check(false, "diverged at epoch " + std::to_string(*want.diverged_at));
-  } else if (last_run != nullptr) {
+  } else if (last_run != first.rend()) {  // variants 7 and 8 may be skipped
     out << "losses (read after training: no host synchronization inside the loop):\n";
     for (int e : regression::printed_epochs(config.epochs, config.print_every)) {
-      out << "  epoch " << std::setw(4) << e << "  loss " << std::setprecision(7) << last_run->losses[e] << "\n";
+      out << format("  epoch %4d  loss %.7g\n", e, (*last_run)->losses[e]);
     }
   }
 
   // 2. Time each variant that passed: the epoch loop alone, warm-up, median of repeats.
   if (report.passed()) {
+    out << "== 2. the training time of every variant\n";
     const double copy_gbps = device_copy_gbps(copy_bytes, stream.get());
-    out << std::setprecision(4) << "ceiling: device-to-device copy of " << copy_mib << " MiB: " << copy_gbps
-        << " GB/s (bytes read + written)\n";
+    out << format("ceiling: device-to-device copy of %d MiB: %.4g GB/s (bytes read + written)\n", copy_mib, copy_gbps);
     report.json()["copy_gbps"] = copy_gbps;
     double unfused_ms = 0.0;
     for (std::size_t i = 0; i < variants.size(); ++i) {
-      if (!gpu.supports(variants[i])) continue;
-      const Stats t = time_variant(gpu, variants[i], first[i], Repeats{common.quick ? 1 : 2, repeats}, report);
+      if (!first[i]) continue;
+      const Repeats repeats{o.common.quick ? 1 : 2, o.ladder.repeats};
+      const Stats t = time_variant(gpu, variants[i], *first[i], repeats, report);
       if (variants[i] == Variant::kUnfused) unfused_ms = t.median;
-      const double gbps = achieved_gbps(split.train, config.epochs, t.median);
-      Table::Row& row = table.rows()[i];
-      row.set("ms", t.median).set("min_ms", t.min).set("max_ms", t.max).set("repeats", t.count);
-      row.set("us_per_epoch", us_per_epoch(config.epochs, t.median)).set("gbps", gbps);
-      row.set("copy_percent", 100.0 * gbps / copy_gbps);
-      if (unfused_ms > 0) row.set("speedup", unfused_ms / t.median);
+      time_row(t, config, copy_gbps, unfused_ms, table.rows()[i]);
     }
-    out << "training time of " << config.epochs << " epochs (median of " << repeats
-        << " runs, CUDA events around the epoch loop); bit-identical reruns checked for all but variant 2:\n";
+    out << format("training time of %d epochs (median of %d runs, CUDA events around the epoch loop); bit-identical "
+                  "reruns checked for all but variant 2:\n", config.epochs, o.ladder.repeats);
   }
 
   // 3. One table: the check and the time of every variant.
+  out << "== 3. every variant: its check and its time\n";
   table.print(out);
   report.json()["variants"] = table.json();
   return report.finish();

@@ -88,6 +88,14 @@ struct Segment {
   std::int64_t count;
 };
 
+// Variant 4's epoch on any data, one launch: `blocks` blocks over the n points of x and y (16-byte
+// aligned) add their sums into partials (3 rows of `blocks`); the last block to finish adds all of
+// them in block order, writes losses[epoch] and steps params = {w, b} by lr. *done_count must be 0
+// before the first launch; the last block sets it back to 0. FusedTraining::last_block_epoch is
+// this on its own buffers; exercise 05 last_block (exercises/) is checked against it.
+void launch_last_block_epoch(const float* x, const float* y, std::int64_t n, float* params, float* losses, int epoch,
+                             float lr, int blocks, float* partials, unsigned* done_count, cudaStream_t stream);
+
 class FusedTraining {
  public:
   // Allocates on the current device and makes X and y there (common/regression_data.h).

@@ -23,9 +23,12 @@ plt = needs("matplotlib.pyplot")
 OUTPUTS = ["time_vs_size.png", "per_operation.png"]
 # What this script reads of the sweeps' CSV and of the JSON files (workbook_cli.shape_error).
 NUMBERS = ("points", "median_ms", "us_per_epoch", "gbps", "copy_fraction", "copy_gbps", "passed")
-STEP_MS = {"*": "number"}
-BREAKDOWN = {"device_name?": "text", "per_epoch_ms?": {"unfused?": STEP_MS, "fused?": STEP_MS}}
-PYTORCH = {"per_epoch_ms?": {"eager?": STEP_MS}}
+TIMING = {"median": "number", "min": "number", "max": "number", "runs": "whole"}  # every measured time
+BREAKDOWN_ROWS = [{"variant": "text", "operation": "text", "time_us": TIMING}]
+BREAKDOWN = {"device?": "text", "breakdown?": BREAKDOWN_ROWS}
+PYTORCH = {"breakdown?": BREAKDOWN_ROWS}
+# The bars of chart 2: a breakdown row's variant -> its label.
+GROUPS = {"1 unfused": "CUDA unfused (04)", "3 block_reduce": "CUDA fused (3)", "eager": "PyTorch eager"}
 SWEEP = {"on_chip?": {"train_points?": "number"}}
 
 
@@ -78,7 +81,7 @@ def main(cuda, torch_rows, fused, pyt, sweep, out):
                 va="top", ha="left", color="gray")
     ax.set_xlabel("points (80% train)")
     ax.set_ylabel("training time, 200 epochs (ms, median)")
-    ax.set_title(f"Training time vs dataset size, {fused.get('device_name', '')}".strip(", "), fontsize=10)
+    ax.set_title(f"Training time vs dataset size, {fused.get('device', '')}".strip(", "), fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
@@ -91,14 +94,10 @@ def main(cuda, torch_rows, fused, pyt, sweep, out):
         return {k: steps[k] for k in sorted((k for k in steps if k != "total"), key=lambda k: (
             order.index(k) if k in order else len(order), k))}
 
-    groups = []
-    per = fused.get("per_epoch_ms", {})
-    if "unfused" in per:
-        groups.append(("CUDA unfused (04)", in_order(per["unfused"])))
-    if "fused" in per:
-        groups.append(("CUDA fused (3)", in_order(per["fused"])))
-    if "eager" in pyt.get("per_epoch_ms", {}):
-        groups.append(("PyTorch eager", in_order(pyt["per_epoch_ms"]["eager"])))
+    per_variant = {}  # variant -> {operation: median ms per epoch}
+    for row in fused.get("breakdown", []) + pyt.get("breakdown", []):
+        per_variant.setdefault(row["variant"], {})[row["operation"]] = row["time_us"]["median"] * 1e-3
+    groups = [(label, in_order(per_variant[v])) for v, label in GROUPS.items() if v in per_variant]
     if groups:
         fig, ax = plt.subplots(figsize=(9, 5))
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]

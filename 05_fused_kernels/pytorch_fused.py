@@ -25,7 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, finish, integer, report_stream, name_list, number, size, size_list  # noqa: E402  (cli.h's flag rules)
+from workbook_cli import Parser, finish, integer, report_stream, name_list, number, size, size_list, timing  # noqa: E402  (cli.h's flag rules)
 from torch_cuda import use_cuda_device  # noqa: E402  (no GPU: 77)
 from regression_torch import Timer, article_model, make_data, train as train_eager  # noqa: E402  (chapter 04's data, timer, eager loop)
 
@@ -34,7 +34,7 @@ nn = needs("torch.nn")
 
 ARTICLE_POINTS = 5_000_000
 PARAM_TOL, LOSS_TOL = 1e-5, 1e-4  # regression.h: kParameterTolerance, kLossTolerance (relative)
-COLUMNS = ("implementation,variant,points,train_points,epochs,lr,median_ms,min_ms,max_ms,repeats,us_per_epoch,gbps,"
+COLUMNS = ("implementation,variant,points,train_points,epochs,lr,median_ms,min_ms,max_ms,runs,us_per_epoch,gbps,"
            "copy_gbps,copy_fraction,passed,w,b").split(",")
 
 
@@ -207,32 +207,36 @@ def main():
             med = statistics.median(times) if times else 0.0
             gbps = 8.0 * train * args.epochs / (med * 1e6) if med else 0.0
             row = dict(implementation="pytorch", variant=mode, points=points, train_points=train, epochs=args.epochs,
-                       lr=lr, median_ms=med, min_ms=min(times, default=0.0), max_ms=max(times, default=0.0),
-                       repeats=len(times), us_per_epoch=med * 1e3 / args.epochs, gbps=gbps, copy_gbps=ceiling,
+                       lr=lr, us_per_epoch=med * 1e3 / args.epochs, gbps=gbps, copy_gbps=ceiling,
                        copy_fraction=gbps / ceiling, passed=ok, w=w, b=b)
+            if times:  # as fused_kernels_bench's rows: a run whose check failed has no time
+                row["training_ms"] = timing(times)
             rows.append(row)
             print(f"{points:>13}  {mode:8s} {med:11.3f} ms {row['us_per_epoch']:10.2f} us/epoch {gbps:8.0f} GB/s"
                   f"{'' if ok else '  FAILED check'}", flush=True)
         del gpu_data, x, y
-    out = {"program": "pytorch_fused", "torch_version": torch.__version__, "device_name": name, "copy_gbps": ceiling,
-           "epochs": args.epochs, "rows": [dict(r, training_ms={"median": r["median_ms"], "min": r["min_ms"],
-                                                              "max": r["max_ms"], "repeats": r["repeats"]})
-                                           for r in rows]}
+    # The keys fused_kernels_bench writes: settings at the top, then its "sweep" and "breakdown" tables.
+    out = {"program": "pytorch_fused", "device": name, "torch_version": torch.__version__, "quick": args.quick,
+           "epochs": args.epochs, "lr": args.lr, "repeats": args.repeats, "copy_gbps": ceiling, "sweep": rows}
     if args.breakdown_points:  # chapter 04's step-timed eager loop: forward, loss, backward, step
         data = make_data(args.breakdown_points, 0.0, 0, torch.device("cuda"))
         ns = argparse.Namespace(epochs=args.epochs, lr=sweep_lr(args.lr, args.breakdown_points), print_every=10)
         train_eager(ns, data, torch.device("cuda"))  # warm-up
         step_rows = train_eager(ns, data, torch.device("cuda"), time_steps=True)["steps"]
-        steps = {row["step"]: row["ms"] for row in step_rows}
-        out["per_epoch_ms"] = {"eager": steps, "points": args.breakdown_points}
-        print("eager per-epoch steps at", args.breakdown_points, "points:",
-              ", ".join(f"{k} {v * 1e3:.1f} us" for k, v in steps.items()))
+        out["breakdown_points"] = args.breakdown_points
+        out["breakdown"] = [{"variant": "eager", "operation": row["step"],
+                             "time_us": {k: v * 1e3 if k != "runs" else v for k, v in row["time_ms"].items()}}
+                            for row in step_rows]  # in us, as fused_kernels_bench --breakdown
+        print(f"eager per-epoch steps at {args.breakdown_points} points: " +
+              ", ".join(f"{r['operation']} {r['time_us']['median']:.1f} us" for r in out["breakdown"]))
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
             w.writeheader()
             for r in rows:
-                w.writerow({k: (int(v) if isinstance(v, bool) else v) for k, v in r.items()})
+                t = r.get("training_ms", {"median": 0.0, "min": 0.0, "max": 0.0, "runs": 0})
+                flat = dict(r, median_ms=t["median"], min_ms=t["min"], max_ms=t["max"], runs=t["runs"])
+                w.writerow({k: (int(v) if isinstance(v, bool) else v) for k, v in flat.items()})
     return finish(out, failures, args.json)
 
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "fused_kernels.h"
+#include "stats.h"
 
 #include <nlohmann/json.hpp>
 
@@ -39,10 +40,7 @@ struct SweepRow {
   std::int64_t train_points = 0;
   int epochs = 0;
   double lr = 0.0;
-  double median_ms = 0.0;
-  double min_ms = 0.0;
-  double max_ms = 0.0;
-  int repeats = 0;
+  Stats training{};        // the timed runs of the whole loop, ms (count 0: not timed, its check failed)
   double copy_gbps = 0.0;  // the ceiling measured by the same program on the same GPU
   bool passed = false;     // matched the reference before it was timed
   double w = 0.0;
@@ -50,6 +48,8 @@ struct SweepRow {
 };
 
 // Columns derived from the measured ones: us_per_epoch, gbps and copy_fraction (gbps / copy_gbps).
+// The CSV has the time as four columns (median_ms, min_ms, max_ms, runs), the JSON as one
+// training_ms {"median", "min", "max", "runs"}, left out of a row that was not timed.
 std::string csv_header();
 std::string table_header();                   // the printed table's heading line
 std::string table_line(const SweepRow& row);  // one printed line

@@ -11,9 +11,9 @@ step of every epoch as linear_regression_bench does.
     result = regression_torch.train(args, data, device, time_steps=True)  # args: epochs, lr, print_every
 """
 import math
-import statistics
 import time
 
+from workbook_cli import timing
 from workbook_needs import needs
 
 torch = needs("torch")
@@ -127,8 +127,8 @@ def train(args, data, device, log=None, time_steps=False):
             result["test_mse"] = loss_fn(model(x_test), y_test).item()
         result["w"] = model.weight.item()
         result["b"] = model.bias.item()
-    if time_steps:  # the rows linear_regression_bench writes: one per step, then the total
-        result["steps"] = [{"step": name, "ms": statistics.median(timer.ms(a, b) for a, b in marks)}
-                           for name, marks in steps.items()]
-        result["steps"].append({"step": "total", "ms": sum(row["ms"] for row in result["steps"])})
+    if time_steps:  # the rows linear_regression_bench writes: one per step, then each epoch's total
+        per_epoch = {name: [timer.ms(a, b) for a, b in marks] for name, marks in steps.items()}
+        result["steps"] = [{"step": name, "time_ms": timing(ms)} for name, ms in per_epoch.items()]
+        result["steps"].append({"step": "total", "time_ms": timing([sum(t) for t in zip(*per_epoch.values())])})
     return result

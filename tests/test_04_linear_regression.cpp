@@ -156,14 +156,27 @@ TEST_CASE("program --device cpu: PASS, JSON with the PyTorch script's fields") {
   const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--device", "cpu", "--quick", "--json", json});
   require_pass(r);
   CHECK_THAT(r.out, ContainsSubstring("epoch   10  loss"));
+  for (const char* step : {"== 1. ", "== 2. ", "== 3. ", "== 4. "}) CHECK_THAT(r.out, ContainsSubstring(step));
   const nlohmann::json j = read_json(json);
-  for (const char* key : {"w", "b", "test_mse", "losses", "ms", "min_ms", "max_ms", "points", "epochs", "lr"}) {
+  for (const char* key : {"program", "device", "torch_device", "quick", "points", "epochs", "lr", "losses", "result",
+                          "passed", "failures"}) {
     CAPTURE(key);
     CHECK(j.contains(key));
   }
+  CHECK(j["device"] == "CPU");
+  CHECK(j["quick"] == true);
+  CHECK_FALSE(j.contains("ms"));  // no row flattened into the top level
   CHECK(j["losses"].size() == 6);  // 60 epochs, printed every 10
   CHECK(j["losses"][1]["epoch"] == 10);
-  CHECK(j["check"] == "ok");
+  REQUIRE(j["result"].size() == 1);
+  const nlohmann::json& result = j["result"][0];
+  for (const char* key : {"w", "b", "test_mse", "w_error", "check", "training_ms"}) {
+    CAPTURE(key);
+    CHECK(result.contains(key));
+  }
+  CHECK(result["check"] == "ok");
+  check_timing(result["training_ms"], 2);  // --quick: 2 timed runs
+  CHECK(result["training_ms"]["median"].get<double>() > 0.0);
 }
 
 TEST_CASE("bench --device cpu: each step's time per epoch, checked first") {
@@ -171,11 +184,17 @@ TEST_CASE("bench --device cpu: each step's time per epoch, checked first") {
   const ProgramResult r = run_program({WORKBOOK_BENCH_PROGRAM, "--device", "cpu", "--quick", "--json", json});
   require_pass(r);
   CHECK_THAT(r.out, ContainsSubstring("checked against the float64 reference"));
-  const nlohmann::json steps = read_json(json)["steps"];
+  const nlohmann::json j = read_json(json);
+  CHECK(j["device"] == "CPU");
+  CHECK(j["epochs"] == 60);
+  CHECK_FALSE(j.contains("setup"));  // the setup costs are the GPU's
+  const nlohmann::json steps = j["steps"];
   REQUIRE(steps.size() == 5);
   CHECK(steps[2]["step"] == "backward");
   CHECK(steps[4]["step"] == "total");
-  CHECK(steps[2]["ms"].get<double>() > 0.0);
+  for (const auto& step : steps) check_timing(step["time_ms"], 60);  // one sample an epoch
+  CHECK(steps[2]["time_ms"]["median"].get<double>() > 0.0);
+  CHECK(steps[4]["time_ms"]["median"].get<double>() >= steps[2]["time_ms"]["median"].get<double>());
   CHECK(steps[2].contains("gbps"));
   CHECK_FALSE(steps[3].contains("gbps"));  // the SGD step moves no array
 
@@ -217,7 +236,8 @@ TEST_CASE("program: the device flag takes N, cuda and cuda:N as every chapter do
   const ProgramResult cpu = run_program({WORKBOOK_PROGRAM, "--device", "cpu", "--quick", "--points", "30K", "--json", json});
   CHECK(cpu.exit_code == 0);
   CHECK(read_json(json)["points"] == 30'000);
-  CHECK(read_json(json)["device"] == "cpu");
+  CHECK(read_json(json)["device"] == "CPU");
+  CHECK(read_json(json)["torch_device"] == "cpu");
 }
 
 TEST_CASE("GPU training matches the reference and the host data at boundary sizes", "[gpu]") {
@@ -282,13 +302,22 @@ TEST_CASE("program on the GPU: PASS, divergence, out-of-memory and bad index", "
   CHECK(ok.exit_code == 0);
   CHECK(last_line(ok.out) == "PASS");
   CHECK(read_json(json)["implementation"] == "cuda");
-  CHECK(read_json(json)["repeats"] == 2);
+  CHECK(read_json(json)["torch_device"] == "cuda:0");
+  CHECK(read_json(json)["device"] != "CPU");
+  check_timing(read_json(json)["result"][0]["training_ms"], 2);
 
   const std::string steps = temp_path("cuda_steps.json");
   const ProgramResult bench = run_program({WORKBOOK_BENCH_PROGRAM, "--quick", "--json", steps});
   CHECK(bench.exit_code == 0);
   CHECK(read_json(steps)["steps"].size() == 5);
   CHECK(read_json(steps)["copy_gbps"].get<double>() > 0.0);
+  // Issue #30: the model's parameters copied or made on the GPU, the data made without and with noise.
+  const nlohmann::json setup = read_json(steps)["setup"];
+  REQUIRE(setup.size() == 4);
+  CHECK(setup[0]["pytorch"] == "nn.Linear(1, 1).to('cuda')");
+  CHECK(setup[2]["what"] == "data made on the GPU, noise 0");
+  CHECK(setup[3]["what"] == "data made on the GPU, noise 0.1");
+  for (const auto& row : setup) check_timing(row["time_ms"], 3);  // --quick: 3 timed runs
 
   const ProgramResult diverged = run_program({WORKBOOK_PROGRAM, "--lr", "1.0"});
   CHECK(diverged.exit_code == 1);
@@ -322,9 +351,18 @@ TEST_CASE("the CUDA run and PyTorch on the same GPU agree on w and b", "[pytorch
   CAPTURE(b.err);
   REQUIRE(b.exit_code == 0);
   const nlohmann::json c = read_json(ours), t = read_json(theirs);
-  CAPTURE(c["w"].get<double>(), t["w"].get<double>(), c["b"].get<double>(), t["b"].get<double>());
-  CHECK(within(t["w"].get<double>(), c["w"].get<double>(), kParameterTolerance));
-  CHECK(within(t["b"].get<double>(), c["b"].get<double>(), kParameterTolerance));
+  CHECK(t["device"] == c["device"]);  // both name the GPU
+  check_timing(t["result"][0]["training_ms"], 2);
+  REQUIRE(t["steps"].size() == 5);
+  check_timing(t["steps"][0]["time_ms"], 200);  // one sample an epoch
+  REQUIRE(t["setup"].size() == 4);  // the rows linear_regression_bench writes
+  CHECK(t["setup"][1]["what"] == "parameters made on the GPU");
+  CHECK(t["setup"][3]["what"] == "data made on the GPU, noise 0.1");
+  for (const auto& row : t["setup"]) check_timing(row["time_ms"], 10);
+  const nlohmann::json &cr = c["result"][0], &tr = t["result"][0];
+  CAPTURE(cr["w"].get<double>(), tr["w"].get<double>(), cr["b"].get<double>(), tr["b"].get<double>());
+  CHECK(within(tr["w"].get<double>(), cr["w"].get<double>(), kParameterTolerance));
+  CHECK(within(tr["b"].get<double>(), cr["b"].get<double>(), kParameterTolerance));
   REQUIRE(c["losses"].size() == t["losses"].size());
   for (std::size_t i = 0; i < c["losses"].size(); ++i) {
     CHECK(t["losses"][i]["epoch"] == c["losses"][i]["epoch"]);
@@ -454,7 +492,8 @@ TEST_CASE("program, mini-batches on the CPU: checked against the batch-order ref
   const nlohmann::json rows = read_json(json)["minibatch"];
   REQUIRE(rows.size() == 1);
   CHECK(rows[0]["check"] == "ok");
-  CHECK(rows[0]["epoch_ms"].get<double>() > 0.0);
+  check_timing(rows[0]["epoch_ms"], 1);  // --quick: one timed run
+  CHECK(rows[0]["epoch_ms"]["median"].get<double>() > 0.0);
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--batch-size", "0"}, {"--batch-size", "16009"}, {"--shuffle"}, {"--fill-threads", "2"},
         {"--batch-size", "1", "--epochs", "1000"}, {"--batch-size", "64", "--fill-threads", "0"},
@@ -505,7 +544,7 @@ TEST_CASE("program, mini-batches on the GPU: four pipelines checked, timed, agai
   for (const auto& row : rows) {
     CAPTURE(row.dump());
     CHECK(row["check"] == "ok");
-    CHECK(row["epoch_ms"].get<double>() > 0.0);
+    check_timing(row["epoch_ms"], 1);  // --quick: one timed run
     CHECK(row["bound_percent"].get<double>() > 0.0);
   }
 }
@@ -528,8 +567,11 @@ TEST_CASE("pytorch_minibatch.py: the DataLoader and pinned-slice runs match the 
   int checked = 0;
   for (const auto& row : t["minibatch"]) {
     CAPTURE(row.dump());
-    CHECK(row["epoch_ms"].get<double>() > 0.0);
-    if (row["check"] == "not checked") continue;  // per_sample: another order
+    if (row["check"] == "not checked") {  // per_sample: another order, an epoch estimated from a few batches
+      CHECK(row["estimated_epoch_ms"].get<double>() > 0.0);
+      continue;
+    }
+    check_timing(row["epoch_ms"], 1);  // --quick: one timed run
     CHECK(row["check"] == "ok");
     CHECK(within(row["w"].get<double>(), cuda_row["w"].get<double>(), kParameterTolerance));
     CHECK(within(row["b"].get<double>(), cuda_row["b"].get<double>(), kParameterTolerance));
@@ -561,7 +603,10 @@ TEST_CASE("bench --batch-sizes on the GPU: every pipeline at every size, checked
   REQUIRE(r.exit_code == 0);
   const nlohmann::json rows = read_json(json)["batch_sweep"];
   REQUIRE(rows.size() == 3 * kPipelineCount);
-  for (const auto& row : rows) CHECK(row["check"] == "ok");
+  for (const auto& row : rows) {
+    CHECK(row["check"] == "ok");
+    check_timing(row["epoch_ms"], 1);
+  }
 }
 
 TEST_CASE("bench --trace on the GPU: each pipeline's copies and steps on its streams' tracks, each step after its copy",
@@ -662,7 +707,10 @@ TEST_CASE("bench --sync-every on the GPU: every read interval checked and timed,
   CHECK(rows[0]["syncs"] == 60);  // --quick: 60 epochs
   CHECK(rows[1]["syncs"] == 6);
   CHECK(rows[2]["syncs"] == 1);
-  for (const auto& row : rows) CHECK(row["check"] == "ok");
+  for (const auto& row : rows) {
+    CHECK(row["check"] == "ok");
+    check_timing(row["training_ms"], 5);  // 7 runs, the first 2 warm-up
+  }
   CHECK(rows[0].contains("extra_us_per_sync"));
   CHECK_FALSE(rows[2].contains("extra_us_per_sync"));  // the fewest waits: the baseline
 }

@@ -133,10 +133,10 @@ TEST_CASE("CSV and JSON rows carry the measured and the derived columns") {
   r.train_points = 4'000'000;
   r.epochs = 200;
   r.lr = 0.01;
-  r.median_ms = 2.0;
-  r.min_ms = 1.9;
-  r.max_ms = 2.5;
-  r.repeats = 5;
+  r.training.median = 2.0;
+  r.training.min = 1.9;
+  r.training.max = 2.5;
+  r.training.count = 5;
   r.copy_gbps = 4000.0;
   r.passed = true;
   r.w = 0.75;
@@ -156,8 +156,13 @@ TEST_CASE("CSV and JSON rows carry the measured and the derived columns") {
   CHECK(j["gbps"].get<double>() == Catch::Approx(3200.0));
   CHECK(j["copy_fraction"].get<double>() == Catch::Approx(0.8));
   CHECK(j["us_per_epoch"].get<double>() == Catch::Approx(10.0));
-  CHECK(j["training_ms"]["median"].get<double>() == 2.0);
+  CHECK(j["training_ms"] == nlohmann::json({{"median", 2.0}, {"min", 1.9}, {"max", 2.5}, {"runs", 5}}));
+  CHECK_FALSE(j.contains("median_ms"));  // the time is one object, not four keys
   CHECK(j["passed"] == true);
+  SweepRow untimed = r;  // its check failed: no time to write
+  untimed.training = Stats{};
+  untimed.passed = false;
+  CHECK_FALSE(to_json(untimed).contains("training_ms"));
 }
 
 TEST_CASE("trace layout: variants 1, 3, 4, 6 of the selection, one track per stream, grouped by variant") {
@@ -395,10 +400,14 @@ TEST_CASE("programs on the GPU: the lesson, the bench's sweep and breakdown, PAS
     CAPTURE(row.dump());
     if (row["check"] != "ok") continue;  // variant 7 on a GPU without clusters
     CHECK(row["passed"] == true);
-    CHECK(row["ms"].get<double>() > 0);
+    check_timing(row["training_ms"], 2);  // --quick: 2 timed runs (variant 2 at most 3)
     CHECK(row.contains("w_error"));
   }
   CHECK(j["copy_gbps"].get<double>() > 0);
+  CHECK(j["quick"] == true);
+  CHECK(j["points"] == 20'011);
+  CHECK(j["device"].get<std::string>().find("(") == std::string::npos);  // the GPU's name alone
+  for (const char* step : {"== 1. ", "== 2. ", "== 3. "}) CHECK_THAT(single.out, ContainsSubstring(step));
 
   const std::string bench_json = temp_path("bench.json");
   const std::string csv = temp_path("sweep.csv");
@@ -406,13 +415,25 @@ TEST_CASE("programs on the GPU: the lesson, the bench's sweep and breakdown, PAS
   CAPTURE(bench.out, bench.err);
   CHECK(bench.exit_code == 0);
   const nlohmann::json s = read_json(bench_json);
-  CHECK(s["rows"].size() >= 21);  // 3 sizes x 8 variants (7 without clusters)
-  for (const auto& row : s["rows"]) CHECK(row["passed"] == true);
+  CHECK(s["sweep"].size() >= 21);  // 3 sizes x 8 variants (7 without clusters)
+  for (const auto& row : s["sweep"]) {
+    CHECK(row["passed"] == true);
+    check_timing(row["training_ms"], 2);  // --quick: 2 timed runs
+  }
+  CHECK(s["quick"] == true);
   REQUIRE(s["barrier"].size() == 3);  // the default modes include --barrier
   for (const auto& row : s["barrier"]) CHECK(std::isfinite(row["us"].get<double>()));  // measured (a time, not judged)
-  REQUIRE(s["per_epoch_ms"].contains("unfused"));
-  CHECK(s["per_epoch_ms"]["unfused"].contains("forward"));
-  CHECK(s["per_epoch_ms"]["fused"].contains("update"));
+  // --breakdown: each operation of variants 1 and 3 per epoch, then each variant's total.
+  std::map<std::string, std::vector<std::string>> operations;
+  for (const auto& row : s["breakdown"]) {
+    CAPTURE(row.dump());
+    operations[row["variant"].get<std::string>()].push_back(row["operation"].get<std::string>());
+    check_timing(row["time_us"], 20 - kTraceWarmupEpochs);  // --quick: 20 epochs, the first untraced
+  }
+  CHECK(operations["1 unfused"] == std::vector<std::string>{"forward", "loss", "backward", "step", "total"});
+  REQUIRE_FALSE(operations["3 block_reduce"].empty());
+  CHECK(operations["3 block_reduce"].back() == "total");
+  CHECK(std::count(operations["3 block_reduce"].begin(), operations["3 block_reduce"].end(), "update") == 1);
 
   const ProgramResult bad = run_program({WORKBOOK_PROGRAM, "--device", "99", "--quick"});
   CHECK(bad.exit_code == 2);
@@ -487,10 +508,12 @@ TEST_CASE("PyTorch eager, graph replay and torch.compile match the float64 refer
   quick.epochs = 20;
   const TrainingResult want = regression::train_reference(regression::make_dataset_cpu(quick), quick);
   const double w = want.w, bias = want.b;
-  REQUIRE(t["rows"].size() == 3);
-  for (const auto& row : t["rows"]) {
+  REQUIRE(t["sweep"].size() == 3);
+  CHECK(t["quick"] == true);
+  for (const auto& row : t["sweep"]) {
     CAPTURE(row.dump());
     CHECK(row["passed"] == true);
+    check_timing(row["training_ms"], 1);  // --quick: 1 timed run
     CHECK(within(row["w"].get<double>(), w, regression::kParameterTolerance));
     CHECK(within(row["b"].get<double>(), bias, regression::kParameterTolerance));
   }
@@ -580,11 +603,11 @@ TEST_CASE("program on an older GPU: variant 7 skipped with its reason in text an
     if (row["variant"] == 7) {
       CHECK(row["name"] == "persistent");
       CHECK_THAT(row["check"].get<std::string>(), StartsWith(std::string("skipped: ") + kClusterReason));
-      CHECK_FALSE(row.contains("ms"));
+      CHECK_FALSE(row.contains("training_ms"));
     } else {
       CHECK(row["check"] == "ok");
       CHECK(row["passed"] == true);
-      CHECK(row.contains("ms"));
+      CHECK(row.contains("training_ms"));
     }
   }
   // On a Hopper GPU the device line says the capability was lowered, and to what.
@@ -608,8 +631,8 @@ TEST_CASE("sweep on an older GPU: no variant 7 rows, the skip said once, every o
   require_pass(r);
   CHECK_THAT(r.out, ContainsSubstring(std::string("  7 persistent skipped: ") + kClusterReason));
   const nlohmann::json s = read_json(json);
-  CHECK(s["rows"].size() == 3 * 7);  // 3 sizes x variants 1-6 and 8 (cooperative launch needs no cc 9.0)
-  for (const auto& row : s["rows"]) {
+  CHECK(s["sweep"].size() == 3 * 7);  // 3 sizes x variants 1-6 and 8 (cooperative launch needs no cc 9.0)
+  for (const auto& row : s["sweep"]) {
     CHECK(row["variant"] != "persistent");
     CHECK(row["passed"] == true);
   }

@@ -5,6 +5,7 @@
 #include "regression_problem.h"
 
 #include <catch2/catch_test_macros.hpp>
+#include <nlohmann/json.hpp>
 
 namespace workbook::testing {
 
@@ -14,6 +15,18 @@ inline void require_matches_reference(const regression::TrainingResult& got, con
   const regression::Check c = regression::check_against(got, want);
   CAPTURE(got.w, want.w, got.b, want.b, c.failure);
   CHECK(c.ok);
+}
+
+// A measured time as every JSON writes it, {"median", "min", "max", "runs"} (common/table.h
+// timing()): not negative, ordered, from `runs` runs.
+inline void check_timing(const nlohmann::json& t, std::size_t runs) {
+  CAPTURE(t.dump());
+  REQUIRE(t.is_object());
+  CHECK(t.size() == 4);
+  CHECK(t["runs"] == runs);
+  CHECK(t["min"].get<double>() >= 0.0);
+  CHECK(t["min"].get<double>() <= t["median"].get<double>());
+  CHECK(t["median"].get<double>() <= t["max"].get<double>());
 }
 
 }  // namespace workbook::testing
