@@ -8,9 +8,10 @@
 # beside chapter 05's sweep of the same sizes; PyTorch's dist.all_reduce and symm_mem
 # one_shot_all_reduce beside, on 2 and 4 GPUs); scaling (strong 5M, 100M; weak 100M
 # per GPU, over 1, 2, 4; PyTorch too); fault (the launcher kills rank 1 of 2 as it trains, with
-# each of the three exchanges and on chip, then stops it); nccl_tests (all_reduce_perf -b 8
-# -e 1G -f 8 -n 20 -w 5, when it is installed); plot (plots and summary.md from whatever
-# RESULTS_DIR holds).
+# each of the three exchanges and on chip, then stops it); network (the 2-rank ddp run again with
+# NCCL's network transport forced: sockets over loopback, what ranks on two hosts without
+# InfiniBand would use); nccl_tests (all_reduce_perf -b 8 -e 1G -f 8 -n 20 -w 5, when it is
+# installed); plot (plots and summary.md from whatever RESULTS_DIR holds).
 # STEPS (or the STEPS environment variable) is a comma list of those names, default all of them,
 # so that the measurement can be split over two runs into the same RESULTS_DIR, e.g.
 #   benchmark.sh build/06_multi_gpu 06_multi_gpu/results topology,allreduce,nccl_tests,plot
@@ -22,7 +23,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
 source "$here/../common/benchmark_start.sh" 06_multi_gpu multi_gpu "$@"
-steps=",${3:-${STEPS:-topology,allreduce,dp,ddp,mpi,exchange,scaling,fault,nccl_tests,plot}},"
+steps=",${3:-${STEPS:-topology,allreduce,dp,ddp,mpi,exchange,scaling,fault,network,nccl_tests,plot}},"
 program=$build/multi_gpu        # the lesson: dp, and each ddp rank
 bench=$build/multi_gpu_bench    # topology, allreduce, the ddp launcher, scaling, the fault
 mkdir -p "$results"
@@ -126,6 +127,14 @@ if step fault && (( gpus >= 2 )); then
   # On chip, rank 0 waits for rank 1 inside its persistent kernel.
   fault on_chip --timeout-s 20 --on-chip
   fault stop_on_chip --timeout-s 5 --on-chip --fault-signal stop
+fi
+# DDP across machines, on one: the ddp step's 2-rank run with NVLink and shared memory off for NCCL
+# (NCCL_P2P_DISABLE, NCCL_SHM_DISABLE), so that its all-reduce goes through the network transport,
+# TCP sockets (NCCL_NET=Socket) over loopback (NCCL_SOCKET_IFNAME=lo): the path ranks on two hosts
+# take without InfiniBand or RoCE, less the wire. Compare ddp_2_network.json with ddp_2.json.
+if step network && (( gpus >= 2 )); then
+  NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo \
+    "$bench" ddp --nproc 2 --json "$results/ddp_2_network.json" | tee "$results/ddp_2_network.txt" || status=1
 fi
 # NCCL's own test, when it is on this machine (plot_multi_gpu.py otherwise compares with the
 # reference figures it carries; see there).

@@ -84,6 +84,43 @@ std::vector<RankResult> all_gather_results(const RankResult& mine, const Problem
   return ranks;
 }
 
+// One rank's timed run: the same three steps as DataParallel's, for this rank's GPU alone, the
+// host at most kEpochsInFlight epochs ahead of it and never blocked inside CUDA (a dead peer must
+// not hang it). Returns the run's milliseconds, between its two events.
+struct RankLoop {
+  Replica& replica;
+  Communicator& comm;
+  const Watch& watch;
+  cudaStream_t st;
+  int epochs;
+  bool one_shot, on_chip;
+  Event start{EventTiming::kEnabled}, stop{EventTiming::kEnabled};
+  std::vector<Event> progress = std::vector<Event>(static_cast<std::size_t>(epochs));  // the host's pacing marks
+
+  double run() {
+    replica.enqueue_reset();
+    start.record(st);
+    if (on_chip) replica.enqueue_all_epochs_on_chip();  // every epoch, the exchange inside
+    for (int e = 0; e < epochs && !on_chip; ++e) {
+      if (one_shot) {
+        replica.enqueue_epoch_one_shot(e);  // sums, every rank's mailbox, the sum in rank order, the step
+      } else {
+        replica.enqueue_sums();
+        comm.call(ncclAllReduce(replica.sums(), replica.sums(), 3, ncclFloat, ncclSum, comm.get(), st), "all-reduce",
+                  watch);
+        replica.enqueue_step(e);
+      }
+      progress[e].record(st);
+      if (e >= kEpochsInFlight) {
+        comm.wait_event(progress[e - kEpochsInFlight].get(), "epoch " + std::to_string(e - kEpochsInFlight), watch);
+      }
+    }
+    stop.record(st);
+    comm.wait_event(stop.get(), on_chip ? "the epochs on chip" : "the last epochs", watch);
+    return static_cast<double>(elapsed_ms(start, stop));
+  }
+};
+
 }  // namespace
 
 ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& setup, int repeats) {
@@ -115,34 +152,10 @@ ParallelRun train_ddp_rank(const Problem& problem, const DdpSetup& setup, int re
   out.on_chip = setup.on_chip;
   if (setup.on_chip) replica.use_on_chip(&*mailbox);  // OnChipDoesNotFit above the room
 
-  Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
-  std::vector<Event> progress(static_cast<std::size_t>(epochs));  // the host's pacing marks
-  // One run: the same three steps as DataParallel's, for this rank's GPU alone.
-  auto run = [&] {
-    replica.enqueue_reset();
-    start.record(st);
-    if (setup.on_chip) replica.enqueue_all_epochs_on_chip();  // every epoch, the exchange inside
-    for (int e = 0; e < epochs && !setup.on_chip; ++e) {
-      if (mailbox) {
-        replica.enqueue_epoch_one_shot(e);  // sums, every rank's mailbox, the sum in rank order, the step
-      } else {
-        replica.enqueue_sums();
-        comm.call(ncclAllReduce(replica.sums(), replica.sums(), 3, ncclFloat, ncclSum, comm.get(), st), "all-reduce",
-                  watch);
-        replica.enqueue_step(e);
-      }
-      progress[e].record(st);
-      if (e >= kEpochsInFlight) {  // at most kEpochsInFlight epochs ahead of the GPU, never blocked in CUDA
-        comm.wait_event(progress[e - kEpochsInFlight].get(), "epoch " + std::to_string(e - kEpochsInFlight), watch);
-      }
-    }
-    stop.record(st);
-    comm.wait_event(stop.get(), setup.on_chip ? "the epochs on chip" : "the last epochs", watch);
-    return static_cast<double>(elapsed_ms(start, stop));
-  };
-  run();  // the warm-up, untimed (every run gives the same bits: what is read after the last is checked)
+  RankLoop loop{replica, comm, watch, st, epochs, mailbox.has_value(), setup.on_chip};
+  loop.run();  // the warm-up, untimed (every run gives the same bits: what is read after the last is checked)
   std::vector<double> runs_ms;
-  for (int i = 0; i < repeats; ++i) runs_ms.push_back(run());
+  for (int i = 0; i < repeats; ++i) runs_ms.push_back(loop.run());
 
   replica.enqueue_test_sums();
   comm.call(ncclAllReduce(replica.test_sums(), replica.test_sums(), 3, ncclFloat, ncclSum, comm.get(), st),

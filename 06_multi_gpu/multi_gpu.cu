@@ -12,12 +12,13 @@
 //   multi_gpu --exchange one_shot       # the sums meet by hand over NVLink, no NCCL in the loop
 //   multi_gpu --on-chip                 # every epoch in one launch, each shard on its GPU's chip
 //
-// The lesson, in the order the README teaches it:
-//   1. replica.cu            what one GPU does: its shard's three sums (and their CPU twin), the step
-//   2. multi_gpu.cu (here)   DataParallel: one process, a plan per GPU, one NCCL group per epoch
-//   3. ddp.cu                DistributedDataParallel: a rank per GPU, its communicator from the launcher
-//   4. one_shot_exchange.cu  the exchange written by hand: a mailbox on every GPU, written over NVLink
-//   5. on_chip.cu            training on the GPUs' chips: every epoch in one launch, the exchange inside
+// The lesson's files, in the order the README's "Where to look" reads them:
+//   replica.cu            what one GPU does: its shard's three sums (and their CPU twin), the step
+//   multi_gpu.cu (here)   DataParallel: one process, a plan per GPU, one NCCL group per epoch
+//   ddp.cu                DistributedDataParallel: a rank per GPU, its communicator from the launcher
+//   one_shot_exchange.cu  the exchange written by hand: a mailbox on every GPU, written over NVLink
+//   on_chip.cu            training on the GPUs' chips: every epoch in one launch, the exchange inside
+// The program at the end prints its report in steps, == 1. to == 6., each marked // 1. ... here.
 // The rest (harness/) keeps it safe and measures it: bounded NCCL waits, the launcher, MPI's
 // start, symmetric windows, the bench (multi_gpu_bench).
 #include "multi_gpu.h"
@@ -40,7 +41,6 @@
 
 #include <algorithm>
 #include <future>
-#include <iomanip>
 #include <memory>
 #include <thread>
 
@@ -79,7 +79,7 @@ double effective_lr(std::optional<double> lr, std::int64_t points) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 2. The DataParallel analog: one process, a plan per device (cuda-samples' simpleMultiGPU), and
+// The DataParallel analog: one process, a plan per device (cuda-samples' simpleMultiGPU), and
 // each epoch queued on every device before the host waits for any.
 
 namespace {
@@ -153,6 +153,46 @@ void connect_exchange(ExchangeKind kind, std::vector<Plan>& plans, CommunicatorG
   }
 }
 
+// One run: every epoch queued on every device (sums, then the all-reduce, then the step); the
+// host waits only at the end. By hand, one kernel per GPU and epoch does all three; --on-chip, one
+// launch per device does every epoch. Each plan gets the run's time, between its two events.
+void run_once(std::vector<Plan>& plans, const CommunicatorGroup& comms, int epochs, const ExchangeOptions& exchange) {
+  const bool by_hand = exchange.kind == ExchangeKind::kOneShot;
+  const UnsyncedLaunches waits_for_peers;  // by hand: GPU 0's kernel waits for GPU 1's, queued after it
+  for (Plan& p : plans) {
+    make_current(p);
+    p.replica->enqueue_reset();
+    p.start->record(p.stream->get());
+    if (exchange.on_chip) p.replica->enqueue_all_epochs_on_chip();
+  }
+  for (int e = 0; e < epochs && !exchange.on_chip; ++e) {
+    for (Plan& p : plans) {
+      make_current(p);
+      if (by_hand) {
+        p.replica->enqueue_epoch_one_shot(e);  // one kernel: its sums, into every mailbox, all added, the step
+      } else {
+        p.replica->enqueue_sums();  // each GPU: its shard's three sums
+      }
+    }
+    if (by_hand) continue;
+    all_reduce(plans, comms, &Replica::sums);  // every GPU's sums, added, on every GPU
+    for (Plan& p : plans) {
+      make_current(p);
+      p.replica->enqueue_step(e);  // each GPU: the same step on the same sums
+    }
+  }
+  for (Plan& p : plans) {
+    make_current(p);
+    p.stop->record(p.stream->get());
+  }
+  for (Plan& p : plans) {
+    make_current(p);
+    p.stream->synchronize();
+    if (p.mailbox) p.mailbox->throw_if_failed("GPU " + std::to_string(p.device), epochs);
+    p.runs_ms.push_back(elapsed_ms(*p.start, *p.stop));
+  }
+}
+
 }  // namespace
 
 ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& devices, int repeats,
@@ -178,48 +218,9 @@ ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& 
     if (exchange.on_chip) p.replica->use_on_chip(p.mailbox.get());  // OnChipDoesNotFit above the room
   }
 
-  // One run: every epoch queued on every device (sums, then the all-reduce, then the step); the
-  // host waits only at the end. --on-chip: one launch per device does every epoch.
-  auto run = [&] {
-    const UnsyncedLaunches waits_for_peers;  // by hand: GPU 0's kernel waits for GPU 1's, queued after it
-    for (Plan& p : plans) {
-      make_current(p);
-      p.replica->enqueue_reset();
-      p.start->record(p.stream->get());
-      if (exchange.on_chip) p.replica->enqueue_all_epochs_on_chip();
-    }
-    for (int e = 0; e < problem.config.epochs && !exchange.on_chip; ++e) {
-      if (by_hand) {  // one kernel per GPU: its sums, written into every GPU's mailbox, all of them added, the step
-        for (Plan& p : plans) {
-          make_current(p);
-          p.replica->enqueue_epoch_one_shot(e);
-        }
-        continue;
-      }
-      for (Plan& p : plans) {
-        make_current(p);
-        p.replica->enqueue_sums();  // each GPU: its shard's three sums
-      }
-      all_reduce(plans, comms, &Replica::sums);  // every GPU's sums, added, on every GPU
-      for (Plan& p : plans) {
-        make_current(p);
-        p.replica->enqueue_step(e);  // each GPU: the same step on the same sums
-      }
-    }
-    for (Plan& p : plans) {
-      make_current(p);
-      p.stop->record(p.stream->get());
-    }
-    for (Plan& p : plans) {
-      make_current(p);
-      p.stream->synchronize();
-      if (p.mailbox) p.mailbox->throw_if_failed("GPU " + std::to_string(p.device), problem.config.epochs);
-      p.runs_ms.push_back(elapsed_ms(*p.start, *p.stop));
-    }
-  };
-  run();  // the warm-up, untimed (every run gives the same bits: what is read after the last is checked)
+  run_once(plans, comms, problem.config.epochs, exchange);  // the warm-up, untimed (every run gives the same bits)
   for (Plan& p : plans) p.runs_ms.clear();
-  for (int i = 0; i < repeats; ++i) run();
+  for (int i = 0; i < repeats; ++i) run_once(plans, comms, problem.config.epochs, exchange);
 
   // The test loss: each device's test shard, all-reduced like the gradient sums.
   for (Plan& p : plans) {
@@ -312,7 +313,8 @@ namespace {
 struct Options {
   CommonOptions common;
   regression::Config config;
-  int gpus = 0;  // dp: GPUs from --device on (0: all)
+  bool ddp = false;  // the ddp subcommand: one rank of a DDP run; else dp
+  int gpus = 0;      // dp: GPUs from --device on (0: all)
   int repeats = 5;
   std::int64_t reference_max = 20'000'000;
   double timeout_s = 30.0;
@@ -320,6 +322,47 @@ struct Options {
   std::string exchange = "nccl";  // --exchange, checked by parse_exchange
   bool on_chip = false;           // --on-chip (exchange one_shot)
 };
+
+// Every flag, checked before any CUDA call: nullopt to go on, else the exit code (--help: 0, bad usage: 2).
+std::optional<int> parse_options(int argc, char** argv, Options& o) {
+  CLI::App app{"Chapter 06: data-parallel training, one process for every GPU (dp) or one per GPU (ddp)"};
+  add_common_options(app, o.common);
+  app.fallthrough();  // the flags may come before or after the subcommand
+  regression::add_problem_options(app, o.config);
+  app.add_option("--gpus", o.gpus, "dp: GPUs to use from --device on (default: all)")->type_name("G");
+  app.add_option("--repeats", o.repeats, "timed runs after the warm-up run")->type_name("R");
+  add_size_option(app, "--reference-max", o.reference_max, "largest point count checked against the float64 CPU reference");
+  app.add_option("--timeout-s", o.timeout_s, "the longest wait for the other ranks without progress (ddp; one_shot too)")
+      ->type_name("S");
+  app.add_flag("--nccl-nonblocking", o.nonblocking, "ddp: communicators with ncclConfig_t::blocking = 0");
+  app.add_option("--exchange", o.exchange, "how the sums meet: nccl (default), nccl_symmetric or one_shot")
+      ->type_name("X");
+  app.add_flag("--on-chip", o.on_chip,
+               "every epoch in one launch per GPU, each shard kept in its registers and shared memory (the sums "
+               "meet by one_shot inside it)");
+  app.add_subcommand("dp", "DataParallel analog: one process, every GPU (the default)");
+  CLI::App* ddp = app.add_subcommand("ddp", "DistributedDataParallel analog: one rank, started by mpirun or multi_gpu_bench");
+  app.require_subcommand(0, 1);
+  if (auto code = parse_command_line(app, argc, argv)) return code;
+  o.ddp = ddp->parsed();
+  if (o.common.quick && app.count("--points") == 0) o.config.points = 200'003;  // odd: the test shards of 2 GPUs differ in size, the training shards of 3
+  if (o.common.quick && app.count("--epochs") == 0) o.config.epochs = 20;
+  if (o.common.quick && app.count("--repeats") == 0) o.repeats = 1;
+  if (o.common.quick && app.count("--timeout-s") == 0) o.timeout_s = 60.0;  // sanitizers slow everything down
+  o.config.lr = effective_lr(app.count("--lr") ? std::optional<double>(o.config.lr) : std::nullopt, o.config.points);
+  regression::validate(o.config);
+  if (app.count("--gpus") > 0) require_at_least("--gpus", o.gpus, 1);  // left out: every GPU
+  require_at_least("--repeats", o.repeats, 1);
+  require_positive("--timeout-s", o.timeout_s);
+  (void)parse_exchange(o.exchange);  // a bad name is bad usage before any CUDA call
+  if (o.on_chip && app.count("--exchange") > 0 && o.exchange != "one_shot") {
+    throw UsageError("--on-chip exchanges the sums by one_shot inside its kernel, not --exchange " + o.exchange);
+  }
+  if (o.on_chip) o.exchange = "one_shot";
+  if (!o.ddp && o.nonblocking) throw UsageError("--nccl-nonblocking is for ddp (dp's communicators come from ncclCommInitAll)");
+  if (o.ddp && app.count("--gpus") > 0) throw UsageError("--gpus is for dp (a ddp rank drives one GPU: its local rank's)");
+  return std::nullopt;
+}
 
 // The float64 reference on a host thread while the GPUs train, when the problem is small enough.
 // Not std::async: its future waits for the thread in its destructor, so a rank whose peer died
@@ -339,59 +382,82 @@ std::string errors(const regression::Check& c) {
                 c.ok ? "ok" : ("FAILED: " + c.failure).c_str());
 }
 
-// Checks a finished run (bit-identity, the reference, one GPU) and prints it as one table.
+// The first line of the report, and the run's settings at the JSON's top level.
+void report_settings(Report& report, const Options& o, const Problem& problem, int gpus, const std::string& how) {
+  report.out() << format("multi_gpu %s: %s; %lld points (%lld train), %d epochs, lr %g; %s\n", o.ddp ? "ddp" : "dp",
+                         how.c_str(), static_cast<long long>(o.config.points),
+                         static_cast<long long>(problem.train_points), o.config.epochs, o.config.lr,
+                         forced_environment_text().c_str());
+  nlohmann::json& j = report.json();
+  j["gpus"] = gpus;
+  j["quick"] = o.common.quick;
+  j["mode"] = o.ddp ? "ddp" : "dp";
+  j["points"] = o.config.points;
+  j["train_points"] = problem.train_points;
+  j["epochs"] = o.config.epochs;
+  j["lr"] = o.config.lr;
+  j["repeats"] = o.repeats;
+}
+
+// Checks a finished run (bit-identity, the reference, one GPU) and prints it in the lesson's steps.
 void report_run(const ParallelRun& run, const regression::Config& c, std::future<regression::TrainingResult> reference,
                 Report& report) {
   std::ostream& out = report.out();
+  // 1. The training: one row per rank (GPU), its shard, where it ended and how long it took.
+  out << format("== 1. trained (%s, --exchange %s): one row per rank\n", run.mode.c_str(), run.exchange.c_str());
   Table table({{"rank", "rank"}, {"device", "GPU"}, {"shard_points", "shard points"}, {"w", "w", 9}, {"b", "b", 9},
-               {"test_mse", "test MSE", 7}, {"epoch_us", "epoch us", 2}, {"training_ms", ""}});
+               {"test_mse", "test MSE", 7}, {"epoch_us", "epoch us", 2},
+               {"training_ms", "training ms", 3, Column::Style::kTiming}});
   for (const RankResult& r : run.ranks) {
     table.add_row().set("rank", r.rank).set("device", r.device).set("shard_points", r.shard_points).set("w", r.w)
-        .set("b", r.b).set("test_mse", r.test_mse).set("epoch_us", r.epoch_us)
-        .set("training_ms", {{"median", r.training_ms.median}, {"min", r.training_ms.min}, {"max", r.training_ms.max}});
+        .set("b", r.b).set("test_mse", r.test_mse).set("epoch_us", r.epoch_us).set("training_ms", timing(r.training_ms));
   }
   table.print(out);
   report.json()["ranks"] = table.json();
   report.json()["exchange"] = {{"used", run.exchange}, {"note", run.exchange_note}, {"on_chip", run.on_chip}};
   if (!run.exchange_note.empty()) out << "exchange: " << run.exchange_note << "\n";
   if (run.on_chip) out << "on chip: every epoch in one launch per GPU, each shard in its GPU's registers and shared memory\n";
-  out << "every rank's w, b and test MSE bit-identical: " << (run.bit_identical() ? "yes" : "NO") << "\n";
+  // 2. Every rank applied the same steps to the same sums: the same bits everywhere.
+  out << "== 2. every rank's w, b and test MSE bit-identical: " << (run.bit_identical() ? "yes" : "NO") << "\n";
   report.check(run.bit_identical(), run.mode + ": ranks ended with different w, b or test MSE");
+  // 3. Against chapter 04's float64 reference, computed on a host thread meanwhile.
   if (reference.valid()) {
     const regression::TrainingResult want = reference.get();
     const regression::Check v = check_against_reference(run, want);
-    out << "against the float64 reference (04's tolerances): " << errors(v) << "\n";
+    out << "== 3. against the float64 reference (04's tolerances): " << errors(v) << "\n";
     report.check(v.ok, run.mode + ": " + v.failure);
     if (want.diverged_at) report.check(false, run.mode + ": diverged at epoch " + std::to_string(*want.diverged_at));
   } else {
-    out << "float64 reference: skipped above --reference-max points (checked against one GPU instead)\n";
+    out << "== 3. float64 reference: skipped above --reference-max points (checked against one GPU instead)\n";
   }
+  // 4. Against the same training on one GPU, the whole set, no all-reduce.
   std::string why_not;
   CUDA_CHECK(cudaSetDevice(run.ranks.front().device));
   if (const auto single = single_gpu(c, &why_not)) {
     const regression::Check v = check_against_single_gpu(run, *single);
     const bool same_bits = single->w == run.ranks.front().w && single->b == run.ranks.front().b;
-    out << "against one GPU (no all-reduce; twice 04's tolerances): " << errors(v)
+    out << "== 4. against one GPU (no all-reduce; twice 04's tolerances): " << errors(v)
         << (same_bits ? " (same bits of w and b)" : "") << "\n";
     report.check(v.ok, run.mode + ": " + v.failure);
   } else {
-    out << "one GPU: skipped: " << why_not << "\n";
+    out << "== 4. one GPU: skipped: " << why_not << "\n";
   }
-  out << "losses (rank 0, read after training; every --print-every epochs):\n";
+  // 5. The losses, read back once after training (no host synchronization inside the loop).
+  out << "== 5. losses (rank 0, read after training; every --print-every epochs):\n";
   for (int e : regression::printed_epochs(static_cast<int>(run.losses.size()), c.print_every)) {
-    out << "  epoch " << std::setw(4) << e << "  loss " << std::setprecision(7) << run.losses[e] << "\n";
+    out << format("  epoch %4d  loss %.7g\n", e, run.losses[e]);
   }
-  out << "time per epoch (slowest rank, median of " << run.slowest().training_ms.count
-      << " timed runs, CUDA events): " << format("%.2f", run.slowest().epoch_us) << " us\n";
+  // 6. The time per epoch: the slowest rank's, as every rank waits for it at each all-reduce.
+  out << format("== 6. time per epoch (slowest rank, median of %zu timed runs, CUDA events): %.2f us\n",
+                run.slowest().training_ms.count, run.slowest().epoch_us);
 }
 
 int run_dp(const Options& o) {
   const std::vector<int> devices = pick_devices(o.common.device, o.gpus);
   const Problem problem = make_problem(o.config);
   Report report("multi_gpu", o.common.json);
-  report.out() << "multi_gpu dp: one process drives " << devices.size() << " GPU" << (devices.size() == 1 ? "" : "s")
-               << "; " << o.config.points << " points (" << problem.train_points << " train), " << o.config.epochs
-               << " epochs, lr " << o.config.lr << "; " << forced_environment_text() << "\n";
+  const int n = static_cast<int>(devices.size());
+  report_settings(report, o, problem, n, format("one process drives %d GPU%s", n, n == 1 ? "" : "s"));
   auto reference = start_reference(o.config, o.reference_max);
   const ExchangeOptions exchange{parse_exchange(o.exchange), o.timeout_s, o.on_chip};
   report_run(train_data_parallel(problem, devices, o.repeats, exchange), o.config, std::move(reference), report);
@@ -409,53 +475,16 @@ int run_ddp_rank(const Options& o, int rank, int world, int local_rank, const nc
   const ParallelRun run = train_ddp_rank(problem, s, o.repeats);
   if (rank != 0) return run.bit_identical() ? kExitOk : kExitFailure;
   Report report("multi_gpu", o.common.json);
-  report.out() << "multi_gpu ddp: rank 0 of " << world << " on GPU " << s.device << "; " << o.config.points
-               << " points (" << problem.train_points << " train), " << o.config.epochs << " epochs, lr "
-               << o.config.lr << "; " << (s.nonblocking ? "non-blocking" : "blocking") << " communicators; "
-               << forced_environment_text() << "\n";
+  report_settings(report, o, problem, world,
+                  format("rank 0 of %d on GPU %d; %s communicators", world, s.device,
+                         s.nonblocking ? "non-blocking" : "blocking"));
   report_run(run, o.config, std::move(reference), report);
   return report.finish();
 }
 
-int run(int argc, char** argv) {
-  CLI::App app{"Chapter 06: data-parallel training, one process for every GPU (dp) or one per GPU (ddp)"};
-  Options o;
-  add_common_options(app, o.common);
-  app.fallthrough();  // the flags may come before or after the subcommand
-  regression::add_problem_options(app, o.config);
-  app.add_option("--gpus", o.gpus, "dp: GPUs to use from --device on (default: all)")->type_name("G");
-  app.add_option("--repeats", o.repeats, "timed runs after the warm-up run")->type_name("R");
-  add_size_option(app, "--reference-max", o.reference_max, "largest point count checked against the float64 CPU reference");
-  app.add_option("--timeout-s", o.timeout_s, "the longest wait for the other ranks without progress (ddp; one_shot too)")
-      ->type_name("S");
-  app.add_flag("--nccl-nonblocking", o.nonblocking, "ddp: communicators with ncclConfig_t::blocking = 0");
-  app.add_option("--exchange", o.exchange, "how the sums meet: nccl (default), nccl_symmetric or one_shot")
-      ->type_name("X");
-  app.add_flag("--on-chip", o.on_chip,
-               "every epoch in one launch per GPU, each shard kept in its registers and shared memory (the sums "
-               "meet by one_shot inside it)");
-  app.add_subcommand("dp", "DataParallel analog: one process, every GPU (the default)");
-  CLI::App* ddp = app.add_subcommand("ddp", "DistributedDataParallel analog: one rank, started by mpirun or multi_gpu_bench");
-  app.require_subcommand(0, 1);
-  if (auto code = parse_command_line(app, argc, argv)) return *code;
-  if (o.common.quick && app.count("--points") == 0) o.config.points = 200'003;  // odd: the test shards of 2 GPUs differ in size, the training shards of 3
-  if (o.common.quick && app.count("--epochs") == 0) o.config.epochs = 20;
-  if (o.common.quick && app.count("--repeats") == 0) o.repeats = 1;
-  if (o.common.quick && app.count("--timeout-s") == 0) o.timeout_s = 60.0;  // sanitizers slow everything down
-  o.config.lr = effective_lr(app.count("--lr") ? std::optional<double>(o.config.lr) : std::nullopt, o.config.points);
-  regression::validate(o.config);
-  if (app.count("--gpus") > 0) require_at_least("--gpus", o.gpus, 1);  // left out: every GPU
-  require_at_least("--repeats", o.repeats, 1);
-  require_positive("--timeout-s", o.timeout_s);
-  (void)parse_exchange(o.exchange);  // a bad name is bad usage before any CUDA call
-  if (o.on_chip && app.count("--exchange") > 0 && o.exchange != "one_shot") {
-    throw UsageError("--on-chip exchanges the sums by one_shot inside its kernel, not --exchange " + o.exchange);
-  }
-  if (o.on_chip) o.exchange = "one_shot";
-  if (!ddp->parsed() && o.nonblocking) throw UsageError("--nccl-nonblocking is for ddp (dp's communicators come from ncclCommInitAll)");
-  if (ddp->parsed() && app.count("--gpus") > 0) throw UsageError("--gpus is for dp (a ddp rank drives one GPU: its local rank's)");
-  if (!ddp->parsed()) return run_dp(o);
-
+// ddp: this process is one rank, started by the bench's launcher (its identity in the
+// environment) or by mpirun (MPI broadcasts rank 0's NCCL id).
+int run_ddp(const Options& o, int& argc, char**& argv) {
   if (const auto me = worker_identity_from_environment(&process_environment)) {  // the bench's launcher
     ControlChannel control(me->control_fd, me->heartbeat_fd);
     const Watch watch{o.timeout_s, &control, "rank " + std::to_string(me->rank)};
@@ -477,6 +506,12 @@ int run(int argc, char** argv) {
     std::cerr << "error: rank " << mpi.rank() << ": " << e.what() << "\n" << std::flush;  // mpirun stops the others
     mpi.abort(kExitFailure);
   }
+}
+
+int run(int argc, char** argv) {
+  Options o;
+  if (auto code = parse_options(argc, argv, o)) return *code;
+  return o.ddp ? run_ddp(o, argc, argv) : run_dp(o);
 }
 
 }  // namespace

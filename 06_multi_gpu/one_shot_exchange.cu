@@ -14,6 +14,17 @@
 namespace workbook::multi_gpu {
 namespace {
 
+// Every GPU's slot `s` added into `total`, written by thread 0, which then marks exchange `s` done;
+// nothing is written when a wait failed (the mailbox's flags say why).
+__device__ __forceinline__ void gather_into(const OneShotView& v, unsigned s, const float (&mine)[3], float* total) {
+  float t[3];
+  if (!one_shot_gather(v, s, mine, t) || threadIdx.x != 0) return;
+  one_shot_done(v, s);
+  total[0] = t[0];
+  total[1] = t[1];
+  total[2] = t[2];
+}
+
 // Each of these kernels is one warp (one_shot_exchange.cuh): the sums are read by every lane.
 // The exchange alone is launched as a programmatic dependent launch (Hopper's PDL): the next
 // kernel of the stream may be scheduled as soon as this one starts, and waits at
@@ -27,12 +38,7 @@ __global__ void one_shot_exchange_kernel(const float* sums, float* total, OneSho
   const float mine[3] = {sums[0], sums[1], sums[2]};
   const unsigned s = one_shot_next(v);
   one_shot_publish(v, s, mine);
-  float t[3];
-  if (!one_shot_gather(v, s, mine, t) || threadIdx.x != 0) return;
-  one_shot_done(v, s);
-  total[0] = t[0];
-  total[1] = t[1];
-  total[2] = t[2];
+  gather_into(v, s, mine, total);
 }
 
 __global__ void one_shot_publish_kernel(const float* sums, OneShotView v) {
@@ -43,12 +49,7 @@ __global__ void one_shot_publish_kernel(const float* sums, OneShotView v) {
 __global__ void one_shot_gather_kernel(const float* sums, float* total, OneShotView v) {
   const float mine[3] = {sums[0], sums[1], sums[2]};
   const unsigned s = one_shot_next(v);
-  float t[3];
-  if (!one_shot_gather(v, s, mine, t) || threadIdx.x != 0) return;
-  one_shot_done(v, s);
-  total[0] = t[0];
-  total[1] = t[1];
-  total[2] = t[2];
+  gather_into(v, s, mine, total);
 }
 
 std::string error_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }

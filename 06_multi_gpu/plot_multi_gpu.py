@@ -40,15 +40,16 @@ JSON_PREFIXES = ("allreduce_", "scaling", "pytorch_scaling", "dp", "pytorch_data
 SHAPES = (
     (r"allreduce_\d+gpus\.json", "multi_gpu_bench", "allreduce", None),
     (r"(nonblocking_)?ddp_(\d+)\.json", "multi_gpu_bench", "ddp", ("ddp", "launcher", "nproc")),
+    (r"ddp_(\d+)_network\.json", "multi_gpu_bench", "ddp", ("ddp", "launcher", "nproc")),
     (r"fault_.*\.json", "multi_gpu_bench", "ddp", None),
-    (r"(ddp|exchange)_pytorch_.*?(\d+)\.json", None, "pytorch_ddp", ("pytorch_ddp", "ranks")),
+    (r"(ddp|exchange)_pytorch_.*?(\d+)\.json", "pytorch_ddp", "ddp", ("ddp", "ranks")),
     (r"dp\.json", "multi_gpu", "ranks", None),
     (r"mpi_ddp_(\d+)\.json", "multi_gpu", "ranks", None),
     (r"exchange\.json", "multi_gpu_bench", "exchange", None),
     (r"scaling\.json", "multi_gpu_bench", "scaling", None),
-    (r"pytorch_scaling\.json", None, "scaling", None),
+    (r"pytorch_scaling\.json", "pytorch_ddp", "scaling", None),
     (r"topology\.json", "multi_gpu_bench", "topology", None),
-    (r"one_gpu_sweep\.json", "fused_kernels_bench", "rows", None),
+    (r"one_gpu_sweep\.json", "fused_kernels_bench", "sweep", None),
     (r"pytorch_data_parallel\.json", "pytorch_data_parallel", "runs", None),
 )
 
@@ -207,8 +208,11 @@ def ddp_part(results, lines):
     for name in sorted(os.listdir(results)):
         if not (name.startswith("ddp_") and name.endswith(".json")) or name.startswith("ddp_pytorch"):
             continue
+        if name.endswith("_network.json"):  # benchmark.sh's network step: NCCL over sockets, beside NVLink's
+            network_line(results, name, lines)
+            continue
         ours = dig(load(os.path.join(results, name)), "ddp")  # multi_gpu_bench ddp: the launch, rank 0's report
-        theirs = dig(load(os.path.join(results, name.replace("ddp_", "ddp_pytorch_"))), "pytorch_ddp")
+        theirs = dig(load(os.path.join(results, name.replace("ddp_", "ddp_pytorch_"))), "ddp")
         a, b = dig(ours, "us_per_epoch"), dig(theirs, "us_per_epoch")
         if a and b:
             lines.append(f"- DDP, {len(dig(ours, 'rank0', 'ranks', default=[])) or '?'} ranks: "
@@ -218,6 +222,22 @@ def ddp_part(results, lines):
         nonblocking = dig(load(os.path.join(results, "nonblocking_" + name)), "ddp", "us_per_epoch")
         if a and nonblocking:
             lines.append(f"  - the same with --nccl-nonblocking: {nonblocking:.2f} us/epoch ({nonblocking / a:.1f}x)")
+
+
+def network_line(results, name, lines):
+    """ddp_N_network.json (NCCL's socket transport over loopback) beside ddp_N.json (NVLink)."""
+    sockets = dig(load(os.path.join(results, name)), "ddp")
+    nvlink = dig(load(os.path.join(results, name.replace("_network", ""))), "ddp")
+    a, x = dig(sockets, "us_per_epoch"), dig(sockets, "allreduce_us")
+    if not isinstance(a, (int, float)) or not isinstance(x, (int, float)):
+        lines.append(f"- {name}: us_per_epoch or allreduce_us missing")
+        return
+    text = f"- DDP over NCCL's socket transport (loopback), {name.split('_')[1]} ranks: {a:.2f} us/epoch, " \
+           f"all-reduce and its waiting {x:.2f} us"
+    b, y = dig(nvlink, "us_per_epoch"), dig(nvlink, "allreduce_us")
+    if isinstance(b, (int, float)) and isinstance(y, (int, float)) and b > 0:
+        text += f"; NVLink: {b:.2f} us/epoch, {y:.2f} us ({a / b:.1f}x the epoch)"
+    lines.append(text)
 
 
 def dp_part(results, lines):
@@ -232,9 +252,10 @@ def dp_part(results, lines):
             lines.append(f"- PyTorch {'nn.DataParallel' if run.get('run') == 'data_parallel' else 'plain model'} on "
                          f"{run.get('gpus', '?')} GPU(s): {run['us_per_epoch']:.1f} us/epoch")
     stages = dig(torch, "stages_us")
-    if isinstance(stages, dict) and stages:
-        lines.append("  - nn.DataParallel's stages, us per step: " +
-                     ", ".join(f"{k} {v:.1f}" for k, v in stages.items() if isinstance(v, (int, float))))
+    if isinstance(stages, dict) and stages:  # each a measured time: {median, min, max, runs}
+        lines.append("  - nn.DataParallel's stages, us per step (median): " +
+                     ", ".join(f"{k} {v['median']:.1f}" for k, v in stages.items()
+                               if isinstance(dig(v, "median"), (int, float))))
 
 
 def fault_part(results, lines):
@@ -272,14 +293,15 @@ def exchange_part(results, lines):
     for name in sorted(os.listdir(results)):
         if not (name.startswith("exchange_pytorch_") and name.endswith(".json")):
             continue
-        r = dig(load(os.path.join(results, name)), "pytorch_ddp")
-        x, n = dig(r, "exchange_us"), dig(r, "ranks")
-        if not isinstance(x, dict) or not n:
+        r = dig(load(os.path.join(results, name)), "ddp")
+        n = dig(r, "ranks")
+        if not n:
             continue
         call = "dist.all_reduce" if r.get("exchange") == "nccl" else "symm_mem one_shot_all_reduce"
-        for how, key in (("eager", "eager"), ("CUDA graph", "graph")):
-            if isinstance(x.get(key), (int, float)) and x[key] >= 0:
-                torch_us[(n, f"PyTorch {call}, {how}")] = x[key]
+        for how, key in (("eager", "exchange_eager_us"), ("CUDA graph", "exchange_graph_us")):
+            median = dig(r, key, "median")  # a measured time, {median, min, max, runs}; null: not captured
+            if isinstance(median, (int, float)) and median >= 0:
+                torch_us[(n, f"PyTorch {call}, {how}")] = median
     if not alone and not epochs and not torch_us:
         lines.append("- exchange: no results")
         return

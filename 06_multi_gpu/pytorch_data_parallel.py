@@ -17,13 +17,12 @@ GPU, each with its own shard, all-reducing 8 bytes of gradients): that is why Py
     python3 pytorch_data_parallel.py --json results/pytorch_data_parallel.json
 """
 import os
-import statistics
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, finish, integer, report_stream, size  # noqa: E402  (cli.h's flag rules)
+from workbook_cli import Parser, finish, integer, report_stream, size, timing  # noqa: E402  (cli.h's flag rules)
 from regression_torch import article_model, make_data  # noqa: E402  (chapter 04's data, first 80% train)
 
 torch = needs("torch")
@@ -50,9 +49,9 @@ def train(model, params_of, x, y, epochs, lr):
 
 
 def timed(runs, make_and_train):
-    results = [make_and_train() for _ in range(runs + 1)][1:]  # the first run warms up (cuBLAS, threads)
-    ms = [r[0] for r in results]
-    return {"ms": statistics.median(ms), "min_ms": min(ms), "max_ms": max(ms), "w": results[-1][1], "b": results[-1][2]}
+    """The training `runs` times after one warm-up (cuBLAS, threads): {training_ms, w, b}."""
+    results = [make_and_train() for _ in range(runs + 1)][1:]
+    return {"training_ms": timing([r[0] for r in results]), "w": results[-1][1], "b": results[-1][2]}
 
 
 def stages(dp, x, y, repeats):
@@ -77,7 +76,7 @@ def stages(dp, x, y, repeats):
         outputs = clock("parallel_apply", lambda: dp.parallel_apply(replicas, inputs, kwargs))
         out = clock("gather", lambda: dp.gather(outputs, dp.output_device))
         clock("loss + backward + reduce", lambda: loss_fn(out, y).backward())
-    return {name: statistics.median(t[1:]) for name, t in times.items()}  # the first pass warms up
+    return {name: timing(t[1:]) for name, t in times.items()}  # the first pass warms up
 
 
 def main():
@@ -132,17 +131,19 @@ def main():
     rows = [("one GPU, plain model", single), (f"nn.DataParallel, {gpus} GPUs", spread)]
     print(f"{'run':28s}{'us/epoch':>12s}{'w':>14s}{'b':>14s}", file=log)
     for name, r in rows:
-        print(f"{name:28s}{1e3 * r['ms'] / args.epochs:12.1f}{r['w']:14.9f}{r['b']:14.9f}", file=log)
+        print(f"{name:28s}{1e3 * r['training_ms']['median'] / args.epochs:12.1f}{r['w']:14.9f}{r['b']:14.9f}", file=log)
     print(f"nn.DataParallel's stages, one forward + backward each (median of {args.repeats}, host-timed, "
           "synchronized after each stage):", file=log)
     for name, us in stage_us.items():
-        print(f"  {name:26s}{us:10.1f} us", file=log)
-    report = {"program": "pytorch_data_parallel", "torch_version": torch.__version__, "gpus": gpus,
-              "device_name": torch.cuda.get_device_name(0), "points": args.points, "epochs": args.epochs,
-              "repeats": args.repeats,
-              "runs": [{"run": "single", "gpus": 1, "us_per_epoch": 1e3 * single["ms"] / args.epochs, **single},
-                       {"run": "data_parallel", "gpus": gpus, "us_per_epoch": 1e3 * spread["ms"] / args.epochs,
-                        **spread}],
+        print(f"  {name:26s}{us['median']:10.1f} us", file=log)
+    # The C++ programs' top level: program, the GPUs, the settings, one key per table or step.
+    report = {"program": "pytorch_data_parallel", "gpus": gpus, "gpu_name": torch.cuda.get_device_name(0),
+              "torch_version": torch.__version__, "quick": args.quick, "points": args.points,
+              "epochs": args.epochs, "repeats": args.repeats,
+              "runs": [{"run": "single", "gpus": 1, "us_per_epoch": 1e3 * single["training_ms"]["median"] / args.epochs,
+                        **single},
+                       {"run": "data_parallel", "gpus": gpus,
+                        "us_per_epoch": 1e3 * spread["training_ms"]["median"] / args.epochs, **spread}],
               "stages_us": stage_us}
     return finish(report, failures, args.json)
 

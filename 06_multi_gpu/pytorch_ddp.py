@@ -11,7 +11,9 @@ chapter 05: 0.01 up to 5M points, scaled by (5M/N)^2 above.
 Timing as the C++ program: one untimed run (the warm-up: DDP rebuilds its buckets after its
 first iteration), then --repeats runs of the epoch loop between two CUDA events, no host
 synchronization inside, each from the same initial parameters (reset in place; the model, DDP and
-optimizer are built once); the slowest rank's median is reported. Writes the C++ program's JSON fields (us_per_epoch, training_ms, w, b, ...).
+optimizer are built once); the slowest rank's runs are reported. Its JSON has the C++ programs' top
+level (program, gpus, the settings, then `ddp` or `scaling`, passed, failures) and their fields
+(training_ms as {median, min, max, runs}, us_per_epoch, w, b, ...).
 
 --exchange picks how the gradients meet, as multi_gpu --exchange does in C++:
   nccl      DDP's hook: dist.all_reduce (NCCL) of the gradient bucket (the default, as above)
@@ -21,7 +23,8 @@ optimizer are built once); the slowest rank's median is reported. Writes the C++
             and adds them, as multi_gpu --exchange one_shot does by hand
 Outside --scaling, the exchange of 16 bytes (4 floats) is also timed alone, eager (one launch each,
 between two CUDA events) and replayed from a CUDA graph (torch.cuda.graph), the slowest rank's
-median. A PyTorch build without symmetric memory is refused with one line (exit 77).
+runs (exchange_eager_us, exchange_graph_us). A PyTorch build without symmetric memory is refused
+with one line (exit 77).
 
     python3 pytorch_ddp.py --nproc 2 --points 5000000 --json ddp.json
     python3 pytorch_ddp.py --nproc 2 --exchange symm_mem --json symm_mem.json
@@ -29,7 +32,6 @@ median. A PyTorch build without symmetric memory is refused with one line (exit 
 """
 import argparse
 import importlib
-import json
 import os
 import statistics
 import sys
@@ -42,7 +44,8 @@ for name, value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAS
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, int_list, integer, number, size, size_list  # noqa: E402  (cli.h's flag rules)
+from workbook_cli import (Parser, finish, int_list, integer, number, report_stream, size,  # noqa: E402  (cli.h's
+                          size_list, timing)  # flag rules; timing(): {median, min, max, runs}, as table.h's
 from regression_torch import article_model  # noqa: E402  (nn.Linear(1, 1) from w = 0.83, b = 0.7645)
 
 torch = needs("torch")
@@ -82,7 +85,7 @@ def symmetric_buffer(device):
 
 
 def time_eager(exchange, repeats):
-    """Microseconds per exchange: EXCHANGE_ITERATIONS launches between two events, median of repeats."""
+    """Microseconds per exchange, one sample per run of EXCHANGE_ITERATIONS launches between two events."""
     samples = []
     for _ in range(repeats + 1):  # the first is the warm-up
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -94,7 +97,7 @@ def time_eager(exchange, repeats):
         end.record()
         torch.cuda.synchronize()
         samples.append(1e3 * begin.elapsed_time(end) / EXCHANGE_ITERATIONS)
-    return statistics.median(samples[1:])
+    return samples[1:]
 
 
 def time_graphed(exchange, repeats):
@@ -136,7 +139,7 @@ def time_graphed(exchange, repeats):
         end.record()
         torch.cuda.synchronize()
         samples.append(1e3 * begin.elapsed_time(end) / EXCHANGE_ITERATIONS)
-    return statistics.median(samples[1:]), None
+    return samples[1:], None
 
 
 def lr_for(points, lr=None):
@@ -223,21 +226,32 @@ def worker(rank, world, args, port, queue):
     # iteration all happen here, not in the timed runs.
     run()
     times = [run() for _ in range(args.repeats)]
-    median = statistics.median(times)
     w, b = model.weight.item(), model.bias.item()
-    eager = graphed = -1.0  # -1: not measured
+    eager = graphed = [-1.0] * args.repeats  # -1: not measured
     why_not = None
     if not args.scaling:  # the exchange alone, after the training (the buffer's values do not matter)
         buffer.zero_()
         eager = time_eager(exchange, args.repeats)
         graphed, why_not = time_graphed(exchange, args.repeats)
-        graphed = -1.0 if graphed is None else graphed
-    row = torch.tensor([median, min(times), max(times), w, b, eager, graphed], dtype=torch.float64, device=device)
+        graphed = [-1.0] * args.repeats if graphed is None else graphed
+    # Every sample goes to rank 0 (split again by unpack): repeats times, w, b, repeats of each exchange.
+    row = torch.tensor(times + [w, b] + eager + graphed, dtype=torch.float64, device=device)
     rows = [torch.zeros_like(row) for _ in range(world)]
     dist.all_gather(rows, row)
     if rank == 0:
         queue.put(([r.tolist() for r in rows], why_not))
     dist.destroy_process_group()
+
+
+def unpack(row, repeats):
+    """One rank's all-gathered row (worker): its run times (ms), w, b, and the exchange's samples (us)."""
+    n = repeats
+    return {"ms": row[:n], "w": row[n], "b": row[n + 1], "eager": row[n + 2:2 * n + 2], "graph": row[2 * n + 2:]}
+
+
+def slowest(ranks, key):
+    """The samples of the rank with the largest median of `key`: every rank waits for it."""
+    return max((r[key] for r in ranks), key=statistics.median)
 
 
 def measure(points, nproc, args):
@@ -248,25 +262,28 @@ def measure(points, nproc, args):
     port = 29500 + (os.getpid() + points + nproc) % 2000
     mp.spawn(worker, args=(nproc, args, port, queue), nprocs=nproc, join=True)
     rows, graph_why_not = queue.get()
-    slowest = max(rows, key=lambda r: r[0])
-    same = all(r[3] == rows[0][3] and r[4] == rows[0][4] for r in rows)
-    eager = max(r[5] for r in rows)
-    graphed = None if any(r[6] < 0 for r in rows) else max(r[6] for r in rows)
-    return {
+    ranks = [unpack(r, args.repeats) for r in rows]
+    training_ms = timing(slowest(ranks, "ms"))
+    result = {
         "implementation": "pytorch_ddp" if args.exchange == "nccl" else "pytorch_symm_mem",
         "exchange": args.exchange,
-        "exchange_us": None if args.scaling else {"eager": eager, "graph": graphed, "graph_not_captured": graph_why_not},
         "mode": "ddp",
         "ranks": nproc,
         "points": points,
         "epochs": args.epochs,
         "lr": lr_for(points, args.lr),
-        "training_ms": {"median": slowest[0], "min": slowest[1], "max": slowest[2], "repeats": args.repeats},
-        "us_per_epoch": 1e3 * slowest[0] / args.epochs,
-        "w": rows[0][3],
-        "b": rows[0][4],
-        "bit_identical": same,
+        "training_ms": training_ms,
+        "us_per_epoch": 1e3 * training_ms["median"] / args.epochs,
+        "w": ranks[0]["w"],
+        "b": ranks[0]["b"],
+        "bit_identical": all(r["w"] == ranks[0]["w"] and r["b"] == ranks[0]["b"] for r in ranks),
     }
+    if not args.scaling:  # the exchange alone: the slowest rank's samples; the graph where every rank captured it
+        captured = all(s >= 0 for r in ranks for s in r["graph"])
+        result.update(exchange_eager_us=timing(slowest(ranks, "eager")),
+                      exchange_graph_us=timing(slowest(ranks, "graph")) if captured else None,
+                      graph_not_captured=graph_why_not)
+    return result
 
 
 def main():
@@ -311,6 +328,12 @@ def main():
             return 77
     if args.nproc is None:  # one rank per GPU, as the C++ launcher without --nproc
         args.nproc = gpus
+    log = report_stream(args.json)
+    failures = []
+    # The C++ programs' top level: program, the GPUs, the settings; then the run (ddp) or the sweep (scaling).
+    report = {"program": "pytorch_ddp", "gpus": args.nproc, "gpu_name": torch.cuda.get_device_name(0),
+              "torch_version": torch.__version__, "exchange": args.exchange, "epochs": args.epochs,
+              "repeats": args.repeats}
     if not args.scaling:
         if args.nproc > gpus:
             print(f"pytorch_ddp: --nproc {args.nproc} needs {args.nproc} GPUs; this machine has {gpus}", file=sys.stderr)
@@ -319,17 +342,19 @@ def main():
         what = "PyTorch DDP" if args.exchange == "nccl" else "PyTorch, symm_mem one_shot_all_reduce"
         print(f"{what}, {args.nproc} ranks, {args.points} points, {args.epochs} epochs: "
               f"{result['us_per_epoch']:.2f} us per epoch (median of {args.repeats}); w {result['w']:.9g}, "
-              f"b {result['b']:.9g}, ranks bit-identical: {result['bit_identical']}")
-        x = result["exchange_us"]
-        graphed = f"{x['graph']:.2f} us" if x["graph"] is not None else f"not captured ({x['graph_not_captured']})"
+              f"b {result['b']:.9g}, ranks bit-identical: {result['bit_identical']}", file=log)
+        graph = result["exchange_graph_us"]
+        graphed = f"{graph['median']:.2f} us" if graph else f"not captured ({result['graph_not_captured']})"
         call = "dist.all_reduce" if args.exchange == "nccl" else "torch.ops.symm_mem.one_shot_all_reduce"
-        print(f"the exchange alone ({call} of 16 bytes, slowest rank): eager {x['eager']:.2f} us, "
-              f"CUDA graph {graphed}")
-        out = {"pytorch_ddp": result}
+        print(f"the exchange alone ({call} of 16 bytes, slowest rank, median of {args.repeats}): eager "
+              f"{result['exchange_eager_us']['median']:.2f} us, CUDA graph {graphed}", file=log)
+        report.update(points=args.points, lr=result["lr"], ddp=result)
+        if not result["bit_identical"]:
+            failures.append(f"ddp: ranks ended with different w or b on {args.nproc} ranks")
     else:
         counts = [n for n in args.gpu_counts if n <= gpus]
         rows = []
-        print("  kind      points  GPUs   epoch us  efficiency")
+        print("  kind      points  GPUs   epoch us  efficiency", file=log)
         for kind, sizes in (("strong", args.strong), ("weak", args.weak)):
             for given in sizes:
                 t1 = None
@@ -341,12 +366,12 @@ def main():
                     eff = (t1 / (n * us) if kind == "strong" else t1 / us) if t1 else 0.0
                     r.update({"kind": kind, "gpus": n, "points_per_gpu": points // n, "efficiency": eff})
                     rows.append(r)
-                    print(f"  {kind:7} {points:10} {n:5} {us:10.2f} {100 * eff:10.1f}%", flush=True)
-        out = {"scaling": {"gpu_counts": counts, "rows": rows}}
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=2)
-    return 0
+                    print(f"  {kind:7} {points:10} {n:5} {us:10.2f} {100 * eff:10.1f}%", file=log, flush=True)
+                    if not r["bit_identical"]:
+                        failures.append(f"scaling: {kind} {points} points on {n} GPUs: ranks ended with different w or b")
+        report.update(gpus=max(counts, default=0), strong=args.strong, weak=args.weak,
+                      scaling={"gpu_counts": counts, "rows": rows, "repeats": args.repeats})
+    return finish(report, failures, args.json)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -106,15 +107,29 @@ regression::Config single_gpu_bits_problem() {
   return c;
 }
 
-// The lesson's report of a run (dp, or rank 0 of ddp): passed (bit-identical ranks, the float64
-// reference, one GPU), one row per rank, every rank with rank 0's w and b.
+// A measured time as every JSON of the workbook holds it (table.h's timing()): {median, min, max, runs}.
+void require_timing(const nlohmann::json& t, int runs) {
+  CAPTURE(t.dump());
+  REQUIRE(t.is_object());
+  CHECK(t.size() == 4);
+  CHECK(t["runs"].get<int>() == runs);
+  CHECK(t["min"].get<double>() <= t["median"].get<double>());
+  CHECK(t["median"].get<double>() <= t["max"].get<double>());
+}
+
+// The lesson's report of a run (dp, or rank 0 of ddp): the common top level (program, gpus, the
+// settings), passed (bit-identical ranks, the float64 reference, one GPU), one row per rank, every
+// rank with rank 0's w and b and its timed runs.
 void require_training_passed(const nlohmann::json& j, int ranks) {
   CAPTURE(j.dump(2));
+  CHECK(j["program"] == "multi_gpu");
+  CHECK(j["gpus"] == ranks);
   CHECK(j["passed"] == true);
   REQUIRE(j["ranks"].size() == static_cast<std::size_t>(ranks));
   for (const auto& r : j["ranks"]) {
     CHECK(r["w"] == j["ranks"][0]["w"]);
     CHECK(r["b"] == j["ranks"][0]["b"]);
+    require_timing(r["training_ms"], j["repeats"].get<int>());
   }
 }
 
@@ -582,6 +597,8 @@ TEST_CASE("programs: usage errors are exit 2 with a one-line reason") {
       {{"--exchange", "ring"}, "--exchange must be nccl, nccl_symmetric or one_shot, got 'ring'"},
       {{"ddp", "--exchange", "ONE_SHOT"}, "--exchange must be nccl, nccl_symmetric or one_shot"},
       {{"--on-chip", "--exchange", "nccl"}, "--on-chip exchanges the sums by one_shot inside its kernel, not --exchange nccl"},
+      {{"--repeats", "0"}, "--repeats must be at least 1, got 0"},
+      {{"ddp", "--nccl-nonblocking", "--gpus", "1"}, "--gpus is for dp"},
   };
   for (const auto& [program, cases] : {std::pair{WORKBOOK_PROGRAM, lesson_cases}, std::pair{WORKBOOK_BENCH_PROGRAM, bench_cases}}) {
     for (const auto& [args, message] : cases) {
@@ -613,6 +630,16 @@ TEST_CASE("programs: sizes with K, M and G and every device form are accepted; n
     check_one_line(with_args({program, "--quick"}, args), 77, ContainsSubstring(" needs a CUDA GPU: "), Stdout::kAny,
                    without_gpus());
   }
+}
+
+TEST_CASE("bench: --one-gpu-sweep reads chapter 05's sweep JSON, its rows under `sweep`") {
+  const std::string path = temp_path("one_gpu_sweep.json");
+  const std::vector<std::string> args = {WORKBOOK_BENCH_PROGRAM, "exchange", "--quick", "--one-gpu-sweep", path};
+  std::ofstream(path) << R"({"program": "fused_kernels_bench", "device": "GPU", "sweep": []})";
+  check_one_line(args, 77, ContainsSubstring(" needs a CUDA GPU: "), Stdout::kAny, without_gpus());  // accepted
+  std::ofstream(path) << R"({"program": "fused_kernels_bench", "rows": []})";  // not 05's sweep as it is now
+  check_usage_error(args, "not the JSON of `fused_kernels_bench --sweep` (chapter 05)", Stdout::kEmpty, without_gpus());
+  std::remove(path.c_str());
 }
 
 TEST_CASE("bench: more ranks than GPUs is exit 77 with the reason") {
@@ -930,6 +957,7 @@ TEST_CASE("bench exchange: every way's sums exact on 2 GPUs, every epoch checked
     CAPTURE(row.dump());
     CHECK(row["correct"] == true);
     CHECK(row["time_us"]["median"].get<double>() > 0.0);
+    require_timing(row["time_us"], j["exchange"]["batches"].get<int>());
   }
   REQUIRE(j["exchange"]["epochs"].size() == 7);  // 3 exchanges x dp, ddp at one size, then on_chip
   CHECK(j["exchange"]["epochs"][6]["mode"] == "on_chip");
@@ -973,6 +1001,7 @@ TEST_CASE("all-reduce: every element of every rank exact, 2 GPUs and more", "[mu
   for (const auto& row : j["allreduce"]["rows"]) {
     CHECK(row["wrong"] == 0);
     CHECK(row["busbw_gbps"].get<double>() > 0.0);
+    require_timing(row["time_us"], j["allreduce"]["batches"].get<int>());
   }
 }
 
@@ -1387,6 +1416,11 @@ TEST_CASE("pytorch_data_parallel.py: nn.DataParallel trains to the plain model's
   const nlohmann::json j = read_json(out);
   CHECK(j["passed"] == true);
   REQUIRE(j["runs"].size() == 2);
+  CHECK(j["program"] == "pytorch_data_parallel");
   CHECK(j["runs"][1]["gpus"].get<int>() == j["gpus"].get<int>());
-  for (const char* stage : {"scatter", "replicate", "parallel_apply", "gather"}) CHECK(j["stages_us"][stage].get<double>() > 0.0);
+  for (const auto& run : j["runs"]) require_timing(run["training_ms"], j["repeats"].get<int>());
+  for (const char* stage : {"scatter", "replicate", "parallel_apply", "gather"}) {
+    CHECK(j["stages_us"][stage]["median"].get<double>() > 0.0);
+    require_timing(j["stages_us"][stage], j["repeats"].get<int>());
+  }
 }

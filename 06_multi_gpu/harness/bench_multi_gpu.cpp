@@ -29,6 +29,7 @@
 #include "report.h"
 #include "stream.h"
 #include "stop_signals.h"
+#include "table.h"
 
 #include <cuda_runtime_api.h>
 #include <unistd.h>
@@ -38,7 +39,6 @@
 #include <cstring>
 #include <fstream>
 #include <future>
-#include <iomanip>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -57,15 +57,7 @@ void require_memory_on_each(const std::vector<int>& devices, const std::string& 
   CUDA_CHECK(cudaSetDevice(devices.front()));
 }
 
-std::string fixed(double v, int digits) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(digits) << v;
-  return s.str();
-}
-
-nlohmann::json stats_json(const Stats& s) {
-  return {{"median", s.median}, {"min", s.min}, {"max", s.max}, {"repeats", s.count}};
-}
+std::string fixed(double v, int digits) { return format("%.*f", digits, v); }
 
 // The multicast-off variables as this process has them (main set them; see launcher.h).
 nlohmann::json forced_environment_json() {
@@ -91,31 +83,35 @@ void run_topology(const Options& o, const std::vector<int>& devices, Report& rep
   out << "== topology: " << devices.size() << " GPU" << (devices.size() == 1 ? "" : "s") << "\n";
   for (std::size_t i = 0; i < devices.size(); ++i) out << "  GPU " << devices[i] << ": " << t.names[i] << "\n";
   out << "peer access (cudaDeviceCanAccessPeer, row can read/write column):\n       ";
-  for (int d : devices) out << std::setw(6) << d;
+  for (int d : devices) out << format("%6d", d);
   out << "\n";
   for (std::size_t i = 0; i < devices.size(); ++i) {
-    out << "  " << std::setw(5) << devices[i];
-    for (std::size_t j = 0; j < devices.size(); ++j) out << std::setw(6) << (i == j ? "-" : t.can_access[i][j] ? "yes" : "no");
+    out << format("  %5d", devices[i]);
+    for (std::size_t j = 0; j < devices.size(); ++j) out << format("%6s", i == j ? "-" : t.can_access[i][j] ? "yes" : "no");
     out << "\n";
   }
   nlohmann::json links = nlohmann::json::array();
   if (t.links.empty()) {
     out << "one GPU: no pairs to measure\n";
   } else {
-    out << "peer copies of " << format_bytes(bytes) << " (cudaMemcpyPeerAsync, median; GB/s = 1e9 B/s; bidirectional counts both copies):\n"
-        << "  pair    rank  one-way off  one-way on   both off    both on   latency off  latency on\n";
+    out << "peer copies of " << format_bytes(bytes) << " (cudaMemcpyPeerAsync, median; GB/s = 1e9 B/s; bidirectional "
+        << "counts both copies; peer access off, then on; - where it cannot be on):\n";
+    Table printed({{"pair", "pair"}, {"rank", "rank"}, {"one_way_off", "one-way off", 1}, {"one_way_on", "one-way on", 1},
+                   {"both_off", "both off", 1}, {"both_on", "both on", 1}, {"latency_off", "latency off us", 2},
+                   {"latency_on", "latency on us", 2}});
     for (const PeerLink& l : t.links) {
-      out << "  " << l.from << " -> " << l.to << std::setw(6) << l.performance_rank << std::setw(13)
-          << fixed(l.one_way_gbps[0], 1) << std::setw(12) << (l.can_access ? fixed(l.one_way_gbps[1], 1) : "-")
-          << std::setw(11) << fixed(l.bidirectional_gbps[0], 1) << std::setw(11)
-          << (l.can_access ? fixed(l.bidirectional_gbps[1], 1) : "-") << std::setw(11) << fixed(l.latency_us[0], 2)
-          << " us" << std::setw(9) << (l.can_access ? fixed(l.latency_us[1], 2) : "-") << " us\n";
+      auto on = [&](double v) { return l.can_access ? nlohmann::json(v) : nlohmann::json("-"); };
+      printed.add_row().set("pair", format("%d -> %d", l.from, l.to)).set("rank", l.performance_rank)
+          .set("one_way_off", l.one_way_gbps[0]).set("one_way_on", on(l.one_way_gbps[1]))
+          .set("both_off", l.bidirectional_gbps[0]).set("both_on", on(l.bidirectional_gbps[1]))
+          .set("latency_off", l.latency_us[0]).set("latency_on", on(l.latency_us[1]));
       links.push_back({{"from", l.from}, {"to", l.to}, {"can_access", l.can_access},
                        {"performance_rank", l.performance_rank}, {"native_atomics", l.native_atomics},
                        {"one_way_gbps", {{"off", l.one_way_gbps[0]}, {"on", l.one_way_gbps[1]}}},
                        {"bidirectional_gbps", {{"off", l.bidirectional_gbps[0]}, {"on", l.bidirectional_gbps[1]}}},
                        {"latency_us", {{"off", l.latency_us[0]}, {"on", l.latency_us[1]}}}});
     }
+    printed.print(out);
   }
   report.json()["topology"] = {{"devices", devices}, {"names", t.names}, {"can_access", t.can_access},
                                {"bytes", bytes}, {"links", links}};
@@ -134,23 +130,21 @@ void run_allreduce(const Options& o, const std::vector<int>& devices, Report& re
       << " GPU" << (n == 1 ? "" : "s") << " in one process, float sum, out of place; "
       << o.allreduce.iterations << " back-to-back per batch after " << o.allreduce.warmup << " warm-up, median of "
       << o.allreduce.batches << " batches; busbw = algbw * 2(n-1)/n = algbw * " << fixed(bus_factor(n), 2) << "\n";
-  out << "multicast off (set by main before any NCCL call): " << forced_environment_text() << "\n"
-      << "        size      time us     min us     algbw GB/s   busbw GB/s   wrong\n";
+  out << "multicast off (set by main before any NCCL call): " << forced_environment_text() << "\n";
   const std::vector<AllreduceRow> rows = measure_allreduce(devices, sizes, o.allreduce);
-  nlohmann::json j = nlohmann::json::array();
+  Table table({{"size", "size"}, {"bytes", ""}, {"time_us", "time us", 2, Column::Style::kTiming},
+               {"algbw_gbps", "algbw GB/s", 2}, {"busbw_gbps", "busbw GB/s", 2}, {"wrong", "wrong"}});
   unsigned long long wrong = 0;
   for (const AllreduceRow& r : rows) {
-    out << std::setw(12) << format_bytes(r.bytes) << std::setw(13) << fixed(r.time_us.median, 2) << std::setw(11)
-        << fixed(r.time_us.min, 2) << std::setw(15) << fixed(r.algbw_gbps, 2) << std::setw(13)
-        << fixed(r.busbw_gbps, 2) << std::setw(8) << r.wrong << "\n";
     wrong += r.wrong;
-    j.push_back({{"bytes", r.bytes}, {"time_us", stats_json(r.time_us)}, {"algbw_gbps", r.algbw_gbps},
-                 {"busbw_gbps", r.busbw_gbps}, {"wrong", r.wrong}});
+    table.add_row().set("size", format_bytes(r.bytes)).set("bytes", r.bytes).set("time_us", timing(r.time_us))
+        .set("algbw_gbps", r.algbw_gbps).set("busbw_gbps", r.busbw_gbps).set("wrong", r.wrong);
   }
+  table.print(out);
   report.check(wrong == 0, "all-reduce: " + std::to_string(wrong) + " wrong elements");
   report.json()["allreduce"] = {{"gpus", n}, {"nccl_version", std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + "." + std::to_string(NCCL_PATCH)},
                                 {"iterations", o.allreduce.iterations}, {"batches", o.allreduce.batches},
-                                {"warmup", o.allreduce.warmup}, {"rows", j}, {"wrong", wrong},
+                                {"warmup", o.allreduce.warmup}, {"rows", table.json()}, {"wrong", wrong},
                                 {"environment", forced_environment_json()}};
 }
 
@@ -170,15 +164,11 @@ regression::Config training_config(const Options& o, std::int64_t points) {
 // The arguments each worker gets: the training flags of this run, --json to a file the launcher
 // reads back (rank 0 writes it).
 std::vector<std::string> worker_arguments(const Options& o, const regression::Config& c, const std::string& json) {
-  std::ostringstream lr;
-  lr << std::setprecision(17) << c.lr;
   std::vector<std::string> a = {"ddp", "--device", std::to_string(o.common.device), "--points", std::to_string(c.points),
-                                "--epochs", std::to_string(c.epochs), "--lr", lr.str(), "--seed", std::to_string(c.seed),
+                                "--epochs", std::to_string(c.epochs), "--lr", format("%.17g", c.lr),
+                                "--noise", format("%.17g", c.noise), "--seed", std::to_string(c.seed),
                                 "--repeats", std::to_string(o.repeats), "--timeout-s", std::to_string(o.timeout_s),
                                 "--reference-max", std::to_string(o.reference_max), "--json", json};
-  std::ostringstream noise;
-  noise << std::setprecision(17) << c.noise;
-  a.insert(a.end(), {"--noise", noise.str()});
   if (o.nccl_nonblocking) a.emplace_back("--nccl-nonblocking");
   if (o.exchange != "nccl") a.insert(a.end(), {"--exchange", o.exchange});
   if (o.on_chip) a.emplace_back("--on-chip");
@@ -402,11 +392,11 @@ int run_scaling(const Options& o, const std::vector<int>& devices, Report& repor
       const double compute_us = ok ? compute_alone_us(c, n, o.common.device, o.repeats) : 0.0;
       if (n == counts.front()) t1 = counts.front() == 1 ? us : 0.0;
       const double eff = t1 > 0 ? (k.kind == "strong" ? strong_efficiency(t1, us, n) : weak_efficiency(t1, us)) : 0.0;
-      out << "  " << std::left << std::setw(7) << k.kind << std::right << std::setw(13) << points << std::setw(12)
-          << points / n << std::setw(6) << n << std::setw(11) << fixed(us, 2) << std::setw(12)
-          << fixed(compute_us, 2) << std::setw(15) << fixed(us - compute_us, 2)
-          << std::setw(11) << (t1 > 0 ? fixed(100.0 * eff, 1) + "%" : "-") << std::setw(9) << (ok ? "ok" : "FAILED")
-          << "\n" << std::flush;
+      // A row as each launch ends (a sweep takes minutes): format, not a Table printed at the end.
+      out << format("  %-7s%13lld%12lld%6d%11.2f%12.2f%15.2f%11s%9s\n", k.kind.c_str(), static_cast<long long>(points),
+                    static_cast<long long>(points / n), n, us, compute_us, us - compute_us,
+                    t1 > 0 ? (fixed(100.0 * eff, 1) + "%").c_str() : "-", ok ? "ok" : "FAILED")
+          << std::flush;
       rows.push_back({{"kind", k.kind}, {"points", points}, {"points_per_gpu", points / n}, {"gpus", n},
                       {"lr", c.lr}, {"epochs", c.epochs}, {"us_per_epoch", us}, {"compute_us", compute_us},
                       {"allreduce_us", us - compute_us}, {"efficiency", eff}, {"passed", ok}});
@@ -469,7 +459,7 @@ RanksOutcome one_shot_over_ranks(const Options& o, int n) {
     mine.time_us.median = (*row)["time_us"]["median"].get<double>();
     mine.time_us.min = (*row)["time_us"]["min"].get<double>();
     mine.time_us.max = (*row)["time_us"]["max"].get<double>();
-    mine.time_us.count = (*row)["time_us"]["repeats"].get<std::size_t>();
+    mine.time_us.count = (*row)["time_us"]["runs"].get<std::size_t>();
     all_correct = all_correct && mine.correct;
     if (r == 0 || mine.time_us.median > slowest.time_us.median) slowest = mine;
   }
@@ -498,7 +488,7 @@ int run_exchange_rank(const Options& o) {
   Report report("multi_gpu_bench", o.common.json ? std::optional<std::string>(*o.common.json + "." +
                                                                               std::to_string(me->rank))
                                                  : std::nullopt);
-  report.json()["exchange_rank"] = {{"rank", me->rank}, {"time_us", stats_json(row.time_us)}, {"correct", row.correct}};
+  report.json()["exchange_rank"] = {{"rank", me->rank}, {"time_us", timing(row.time_us)}, {"correct", row.correct}};
   report.check(row.correct, "exchange-rank: wrong sums");
   return report.finish();
 }
@@ -506,15 +496,14 @@ int run_exchange_rank(const Options& o) {
 // One printed row of the exchange alone, and its JSON.
 void exchange_alone_row(const ExchangeRow& r, const char* form, Report& report, nlohmann::json& rows) {
   const std::string exchange = r.form == ExchangeForm::kEmptyKernel ? "none" : exchange_name(r.kind);
-  report.out() << std::setw(6) << r.gpus << std::setw(6) << form << "  " << std::left << std::setw(16) << exchange
-               << std::setw(14) << r.used << std::setw(12) << form_name(r.form) << std::right << std::setw(9)
-               << fixed(r.time_us.median, 2) << std::setw(9) << fixed(r.time_us.min, 2) << std::setw(9)
-               << fixed(r.time_us.max, 2) << "   " << (r.correct ? "exact" : "WRONG") << "\n";
+  report.out() << format("%6d%6s  %-16s%-14s%-12s%9.2f%9.2f%9.2f%6zu   %s\n", r.gpus, form, exchange.c_str(),
+                         r.used.c_str(), form_name(r.form), r.time_us.median, r.time_us.min, r.time_us.max,
+                         r.time_us.count, r.correct ? "exact" : "WRONG");
   if (!r.note.empty() && r.used != exchange_name(r.kind)) report.out() << "        " << r.note << "\n";
   report.check(r.correct, "exchange: " + exchange + " (" + form + ", " + form_name(r.form) + ") on " +
                               std::to_string(r.gpus) + " GPUs gave wrong sums");
   rows.push_back({{"gpus", r.gpus}, {"form", form}, {"launch", form_name(r.form)}, {"exchange", exchange},
-                  {"used", r.used}, {"note", r.note}, {"time_us", stats_json(r.time_us)}, {"correct", r.correct}});
+                  {"used", r.used}, {"note", r.note}, {"time_us", timing(r.time_us)}, {"correct", r.correct}});
 }
 
 // Returns the signal that stopped one of its launches, 0 if none.
@@ -526,7 +515,7 @@ int run_exchange_alone(const Options& o, const std::vector<int>& devices, const 
       << "call per exchange), graph (the batch replayed as a CUDA graph), one_kernel (the batch inside one kernel); "
       << "exchange none: an empty kernel, the launch alone. ddp: one process per GPU (mailboxes over CUDA IPC), each "
       << "rank replaying its graph behind an all-reduce that lines the ranks up:\n"
-      << "  GPUs  form  exchange        ran           launch       time us   min us   max us   sums\n";
+      << "  GPUs  form  exchange        ran           launch       time us   min us   max us  runs   sums\n";
   nlohmann::json rows = nlohmann::json::array();
   struct Way {
     ExchangeKind kind;
@@ -552,7 +541,7 @@ int run_exchange_alone(const Options& o, const std::vector<int>& devices, const 
       return r.stop_signal;
     }
     if (!r.row) {
-      out << std::setw(6) << n << "   ddp  one_shot        FAILED: " << r.failure << "\n";
+      out << format("%6d   ddp  one_shot        FAILED: %s\n", n, r.failure.c_str());
       report.check(false, "exchange: one_shot over " + std::to_string(n) + " ranks: " + r.failure);
       continue;
     }
@@ -606,10 +595,10 @@ int run_exchange_epochs(const Options& o, const std::vector<int>& devices, const
             epoch_us = slowest_epoch_us(r.rank0);
             if (r.rank0.is_object() && r.rank0.contains("exchange")) used = r.rank0["exchange"].value("used", used);
           }
-          out << std::setw(13) << points << std::setw(6) << n << std::setw(6) << mode << "  " << std::left
-              << std::setw(18) << exchange_name(kind) << std::setw(14) << used << std::right << std::setw(11)
-              << fixed(epoch_us, 2) << std::setw(12) << fixed(compute_us, 2) << std::setw(13)
-              << fixed(epoch_us - compute_us, 2) << std::setw(9) << (ok ? "ok" : "FAILED") << "\n" << std::flush;
+          out << format("%13lld%6d%6s  %-18s%-14s%11.2f%12.2f%13.2f%9s\n", static_cast<long long>(points), n, mode,
+                        exchange_name(kind), used.c_str(), epoch_us, compute_us, epoch_us - compute_us,
+                        ok ? "ok" : "FAILED")
+              << std::flush;
           report.check(ok, std::string("exchange: ") + mode + " --exchange " + exchange_name(kind) + " at " +
                                std::to_string(points) + " points on " + std::to_string(n) + " GPUs failed" + why);
           rows.push_back({{"points", points}, {"gpus", n}, {"mode", mode}, {"exchange", exchange_name(kind)},
@@ -627,7 +616,7 @@ int run_exchange_epochs(const Options& o, const std::vector<int>& devices, const
 // on_chip) at `points`, from its sweep's JSON: nullopt when the sweep has no passed row there.
 std::optional<nlohmann::json> one_gpu_best(const nlohmann::json& sweep, std::int64_t points) {
   std::optional<nlohmann::json> best;
-  for (const auto& row : sweep.value("rows", nlohmann::json::array())) {
+  for (const auto& row : sweep.value("sweep", nlohmann::json::array())) {
     if (row.value("implementation", "") != "cuda" || row.value("variant", "") == "on_chip" ||
         row.value("points", std::int64_t{0}) != points || !row.value("passed", false)) {
       continue;
@@ -645,8 +634,8 @@ nlohmann::json read_sweep(const std::string& path) {
   } catch (const nlohmann::json::exception&) {
     throw std::runtime_error("--one-gpu-sweep " + path + ": not JSON (write it with fused_kernels_bench --sweep --json)");
   }
-  if (!j.is_object() || !j.contains("rows")) {
-    throw std::runtime_error("--one-gpu-sweep " + path + ": no rows (write it with fused_kernels_bench --sweep --json)");
+  if (!j.is_object() || !j.contains("sweep")) {
+    throw std::runtime_error("--one-gpu-sweep " + path + ": no sweep rows (write it with fused_kernels_bench --sweep --json)");
   }
   return j;
 }
@@ -684,14 +673,15 @@ void run_exchange_on_chip(const Options& o, const std::vector<int>& devices, con
       try {
         run = train_data_parallel(problem, sub, o.repeats, {ExchangeKind::kOneShot, o.timeout_s, /*on_chip=*/true});
       } catch (const OnChipDoesNotFit& e) {
-        out << std::setw(13) << points << std::setw(6) << n << "  on_chip       skipped: " << e.what() << "\n";
+        out << format("%13lld%6d  on_chip       skipped: %s\n", static_cast<long long>(points), n, e.what());
         skipped.push_back({{"points", points}, {"gpus", n}, {"mode", "on_chip"}, {"skipped", e.what()}});
         continue;
       }
       const bool ok = run->bit_identical() && (!single || check_against_single_gpu(*run, *single).ok);
       const double epoch_us = run->slowest().epoch_us;
-      out << std::setw(13) << points << std::setw(6) << n << "  on_chip   " << std::setw(13) << per_gpu
-          << std::setw(11) << fixed(epoch_us, 2) << std::setw(9) << (ok ? "ok" : "FAILED") << "\n" << std::flush;
+      out << format("%13lld%6d  on_chip   %13lld%11.2f%9s\n", static_cast<long long>(points), n,
+                    static_cast<long long>(per_gpu), epoch_us, ok ? "ok" : "FAILED")
+          << std::flush;
       report.check(ok, "exchange: on_chip at " + std::to_string(points) + " points on " + std::to_string(n) +
                            " GPUs failed");
       rows.push_back({{"points", points}, {"gpus", n}, {"mode", "on_chip"}, {"exchange", "one_shot"},
@@ -701,16 +691,17 @@ void run_exchange_on_chip(const Options& o, const std::vector<int>& devices, con
     if (!sweep) continue;
     const std::optional<nlohmann::json> best = one_gpu_best(*sweep, points);
     if (!best) {
-      out << std::setw(13) << points << "     1  one_gpu_best  no passed DRAM-bound row in " << o.one_gpu_sweep << "\n";
+      out << format("%13lld     1  one_gpu_best  no passed DRAM-bound row in %s\n", static_cast<long long>(points),
+                    o.one_gpu_sweep.c_str());
       continue;
     }
     const double us = (*best)["us_per_epoch"].get<double>();
-    out << std::setw(13) << points << std::setw(6) << 1 << "  one_gpu_best" << std::setw(12)
-        << (*best)["train_points"].get<std::int64_t>() << std::setw(11) << fixed(us, 2) << "       ok  (05's "
-        << (*best)["variant"].get<std::string>() << ")\n";
+    out << format("%13lld%6d  one_gpu_best%12lld%11.2f       ok  (05's %s)\n", static_cast<long long>(points), 1,
+                  static_cast<long long>((*best)["train_points"].get<std::int64_t>()), us,
+                  (*best)["variant"].get<std::string>().c_str());
     rows.push_back({{"points", points}, {"gpus", 1}, {"mode", "one_gpu_best"}, {"exchange", "none"},
                     {"used", (*best)["variant"]}, {"us_per_epoch", us}, {"passed", true},
-                    {"source", o.one_gpu_sweep}, {"device", sweep->value("device_name", "")}});
+                    {"source", o.one_gpu_sweep}, {"device", sweep->value("device", "")}});
   }
   report.json()["exchange"]["on_chip_skipped"] = skipped;
 }
@@ -734,39 +725,53 @@ int run_exchange(const Options& o, const std::vector<int>& devices, Report& repo
 
 // ---------------------------------------------------------------------------------------------
 
-int run(int argc, char** argv) {
+// Every flag, checked before any CUDA call: nullopt to go on, else the exit code (--help: 0, bad usage: 2).
+std::optional<int> parse_options(int argc, char** argv, Options& o) {
   CLI::App app{"Chapter 06's bench: topology, NCCL all-reduce, the DDP analog's launcher and faults, scaling"};
-  Options o;
   const BenchParts parts = add_bench_options(app, o);
   app.require_subcommand(0, 1);
-  if (auto code = parse_command_line(app, argc, argv)) return *code;
+  if (auto code = parse_command_line(app, argc, argv)) return code;
   apply_quick(o, app);
   // 0 is the default's "every GPU" (one rank per GPU); given, a count must be a count.
   if (app.count("--gpus") > 0) require_at_least("--gpus", o.gpus, 1);
   if (app.count("--nproc") > 0) require_at_least("--nproc", o.nproc, 1);
   validate(o);
-  if (parts.exchange_rank->parsed()) return run_exchange_rank(o);
+  o.parts.exchange_rank = parts.exchange_rank->parsed();
+  if (o.parts.exchange_rank) return std::nullopt;
   require_flags_used(app);
   const bool all = app.get_subcommands().empty();
+  o.parts.topology = all || parts.topology->parsed();
+  o.parts.allreduce = all || parts.allreduce->parsed();
+  o.parts.ddp = all || parts.ddp->parsed();
+  o.parts.exchange = all || parts.exchange->parsed();
+  o.parts.scaling = all || parts.scaling->parsed();
   if (o.fault_rank < 0 && (app.count("--fault-signal") > 0 || app.count("--fault-after-s") > 0)) {
     throw UsageError("--fault-signal and --fault-after-s go with --fault-rank");
   }
-  check_ddp_flags(o.nproc, o.gpus, o.fault_rank, all || parts.ddp->parsed() ? DdpRuns::kYes : DdpRuns::kNo);
+  check_ddp_flags(o.nproc, o.gpus, o.fault_rank, o.parts.ddp ? DdpRuns::kYes : DdpRuns::kNo);
+  return std::nullopt;
+}
+
+int run(int argc, char** argv) {
+  Options o;
+  if (auto code = parse_options(argc, argv, o)) return *code;
+  if (o.parts.exchange_rank) return run_exchange_rank(o);
 
   const std::vector<int> devices = pick_devices(o.common.device, o.gpus);
   // Without --nproc or --gpus, the ranks are the GPUs found: only now can --fault-rank be checked.
-  if (all || parts.ddp->parsed()) require_rank_exists(o.fault_rank, o.nproc > 0 ? o.nproc : static_cast<int>(devices.size()));
+  if (o.parts.ddp) require_rank_exists(o.fault_rank, o.nproc > 0 ? o.nproc : static_cast<int>(devices.size()));
   Report report("multi_gpu_bench", o.common.json);
   report.out() << "multi_gpu_bench: " << devices.size() << " GPU" << (devices.size() == 1 ? "" : "s")
                << " from device " << o.common.device << "\n";
   report.json()["gpus"] = devices.size();
+  report.json()["quick"] = o.common.quick;
   report.json()["environment"] = forced_environment_json();
-  if (all || parts.topology->parsed()) run_topology(o, devices, report);
-  if (all || parts.allreduce->parsed()) run_allreduce(o, devices, report);
+  if (o.parts.topology) run_topology(o, devices, report);
+  if (o.parts.allreduce) run_allreduce(o, devices, report);
   int stop_signal = 0;  // SIGTERM, SIGINT or SIGHUP stopped a launch: report, then end as that signal
-  if (all || parts.ddp->parsed()) stop_signal = run_ddp_launcher(o, devices, report);
-  if (stop_signal == 0 && (all || parts.exchange->parsed())) stop_signal = run_exchange(o, devices, report);
-  if (stop_signal == 0 && (all || parts.scaling->parsed())) stop_signal = run_scaling(o, devices, report);
+  if (o.parts.ddp) stop_signal = run_ddp_launcher(o, devices, report);
+  if (stop_signal == 0 && o.parts.exchange) stop_signal = run_exchange(o, devices, report);
+  if (stop_signal == 0 && o.parts.scaling) stop_signal = run_scaling(o, devices, report);
   const int code = report.finish();
   if (stop_signal != 0) end_by_signal(stop_signal);
   return code;

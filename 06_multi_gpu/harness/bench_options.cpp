@@ -164,7 +164,7 @@ void require_fused_sweep(const std::string& path) {
   } catch (const nlohmann::json::exception&) {
     throw UsageError("--one-gpu-sweep " + path + ": not JSON");
   }
-  if (!j.is_object() || j.value("program", "") != "fused_kernels_bench" || !j.contains("rows") || !j["rows"].is_array()) {
+  if (!j.is_object() || j.value("program", "") != "fused_kernels_bench" || !j.contains("sweep") || !j["sweep"].is_array()) {
     throw UsageError("--one-gpu-sweep " + path + ": not the JSON of `fused_kernels_bench --sweep` (chapter 05)");
   }
 }

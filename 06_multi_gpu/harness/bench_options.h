@@ -53,6 +53,11 @@ struct BenchOptions {
   std::string strong = "5M,100M";
   std::string weak = "100M";
   std::string gpu_counts = "1,2,4";
+  // The parts to run, from the subcommand named (none named: all five; exchange_rank: that alone).
+  struct Parts {
+    bool topology = false, allreduce = false, ddp = false, exchange = false, scaling = false;
+    bool exchange_rank = false;  // hidden: one rank of exchange's one-shot in the DDP form
+  } parts;
 };
 
 // The parts, one subcommand each; none given runs them all.
@@ -69,7 +74,7 @@ BenchParts add_bench_options(CLI::App& app, BenchOptions& o);
 // --quick: small everything, unless the flag was given explicitly.
 void apply_quick(BenchOptions& o, const CLI::App& app);
 void validate(const BenchOptions& o);
-// --one-gpu-sweep's file: there, JSON, and chapter 05's sweep (its program and rows); UsageError otherwise.
+// --one-gpu-sweep's file: there, JSON, and chapter 05's sweep (its program and its `sweep` rows); UsageError otherwise.
 void require_fused_sweep(const std::string& path);
 // With one part named, every flag given must be one that part reads: `topology --points 5M`,
 // `allreduce --exchange one_shot` or `exchange --max-bytes 1K` would do nothing, so each is a

@@ -2,6 +2,7 @@
 // The stop signals it forwards are caught by StopSignals (stop_signals.cpp).
 #include "launcher.h"
 
+#include "format.h"
 #include "stop_signals.h"
 
 #include <fcntl.h>
@@ -21,7 +22,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
-#include <iomanip>
 #include <iterator>
 #include <sstream>
 
@@ -142,8 +142,7 @@ std::optional<Unresponsive> find_unresponsive(const std::vector<std::pair<int, L
     if (l.stopped) {
       how << "stopped by signal " << l.stop_signal << " (" << strsignal(l.stop_signal) << ")";
     } else {
-      how << "no heartbeat for " << std::fixed << std::setprecision(1) << *reference_beat_s - quiet_s
-          << " s before " << reference;
+      how << format("no heartbeat for %.1f s before ", *reference_beat_s - quiet_s) << reference;
     }
     found = Unresponsive{rank, how.str()};
     found_quiet_s = quiet_s;
