@@ -252,6 +252,8 @@ class Parser(FileChecks, argparse.ArgumentParser):
                     self.fail(f"--{name} {path}: is a folder; name the file to write (e.g. {os.path.join(path, 'out')})")
                 if folder and not os.path.isdir(folder):
                     self.fail(f"--{name} {path}: the folder '{folder}' does not exist")
+                if name == "csv" and not path.lower().endswith(".csv"):
+                    self.fail(f"--csv {path}: name a .csv file (the rows are comma-separated values)")
         return parsed, rest
 
     # Range checks after parsing (a --quick default, or a check that needs two flags): each ends the
