@@ -39,7 +39,7 @@ def load(parser, path):
     ops = [(i, e) for i, e in enumerate(events) if e.get("ph") == "X"]
     for what, found, shape in (("tracks (thread_name records)", tracks, {"tid": "whole", "args": {"name": "text"}}),
                                ("operations (\"ph\": \"X\" records)", ops,
-                                {"tid": "whole", "ts": "number", "dur": "number", "cat?": "text"})):
+                                {"tid": "whole", "ts": "number", "dur": "duration", "cat?": "text"})):
         if not found:
             parser.fail(f"{path}: a trace with no {what}")
         for i, e in found:

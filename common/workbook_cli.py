@@ -59,6 +59,9 @@ _LEAVES = {
     "text": ("text", lambda v: isinstance(v, str)),
     "number": ("a number", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)),
     "whole": ("a whole number", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    # a duration: a bar's length
+    "duration": ("a finite number of 0 or more", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+                 and math.isfinite(v) and v >= 0),
     # a divisor, or a value on a log axis
     "positive": ("a number above 0", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
                  and math.isfinite(v) and v > 0),
