@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""plot_multi_gpu.py RESULTS_DIR: the chapter's figures and summary from benchmark.sh's JSON.
+"""plot_multi_gpu.py RESULTS_DIR [--out DIR]: the chapter's figures and summary from benchmark.sh's JSON.
+
+The figures go to RESULTS_DIR, or to --out DIR:
 
 allreduce_busbw.png  bus bandwidth vs size (this program; nccl-tests' out-of-place busbw beside it)
 scaling.png          time per epoch and efficiency for 1/2/4 GPUs, the all-reduce's share beside it
@@ -18,7 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser  # noqa: E402  (usage errors: one line, exit 2)
+from workbook_cli import results_folder_arguments  # noqa: E402  (usage errors: one line, exit 2)
 
 plt = needs("matplotlib.pyplot")
 
@@ -153,7 +155,7 @@ def allreduce_part(results, lines):
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
         fig.tight_layout()
-        fig.savefig(os.path.join(results, "allreduce_busbw.png"), dpi=120)
+        fig.savefig(os.path.join(OUT[0], "allreduce_busbw.png"), dpi=120)
     plt.close(fig)
 
 
@@ -200,7 +202,7 @@ def scaling_part(results, lines):
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.savefig(os.path.join(results, "scaling.png"), dpi=120)
+    fig.savefig(os.path.join(OUT[0], "scaling.png"), dpi=120)
     plt.close(fig)
 
 
@@ -331,7 +333,7 @@ def exchange_part(results, lines):
     ax.set_title("the epoch's exchange alone: 3 floats (PyTorch: 4)", fontsize=10)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(os.path.join(results, "exchange.png"), dpi=120)
+    fig.savefig(os.path.join(OUT[0], "exchange.png"), dpi=120)
     plt.close(fig)
     for r in alone:
         # An exchange that ran as another (a fallback) says so; the empty kernel is no exchange at all.
@@ -393,7 +395,7 @@ def on_chip_part(results, j, epochs, lines):
     ax.set_title("training on chip: one GPU's room, two GPUs' room", fontsize=10)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(os.path.join(results, "on_chip.png"), dpi=120)
+    fig.savefig(os.path.join(OUT[0], "on_chip.png"), dpi=120)
     plt.close(fig)
     at = {(r["mode"], r["gpus"]): r["us_per_epoch"] for r in rows if r["points"] == 10_000_000}
     if ("on_chip", 2) in at and ("one_gpu_best", 1) in at:
@@ -405,11 +407,12 @@ def on_chip_part(results, j, epochs, lines):
         lines.append("- target, on chip at 10M points: no on_chip 2-GPU and one_gpu_best rows at 10M")
 
 
+OUTPUTS = ("allreduce_busbw.png", "scaling.png", "exchange.png", "on_chip.png")
+OUT = [None]  # where the figures go: RESULTS_DIR, or --out DIR (set once, in main)
+
+
 def main():
-    parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", metavar="RESULTS_DIR", help="benchmark.sh's output folder")
-    results = parser.parse_args().results
-    parser.input_folder(results)
+    parser, results, OUT[0] = results_folder_arguments(__doc__.splitlines()[0], OUTPUTS)
     # Before any work: the JSON files this script reads are there, and each is JSON (a part whose
     # file is missing is named in the summary; a file that is there but broken is an error).
     read = [name for name in sorted(os.listdir(results)) if name.endswith(".json") and
@@ -428,6 +431,7 @@ def main():
         problem = shape_problem(name, load(path))
         if problem:
             parser.fail(f"{path}: {problem}")
+    parser.output_folder(OUT[0], OUTPUTS)
     require("matplotlib.pyplot")
     lines = ["# Chapter 06 results", ""]
     allreduce_part(results, lines)
