@@ -1,16 +1,19 @@
 // ladder.cpp: the bookkeeping of chapter 05's variants, in plain C++: their names and the
-// --variant list, the bandwidth arithmetic, what a GPU supports, the kernels an epoch launches,
-// variant 6's segments.
+// --variant list, the bandwidth arithmetic, what a GPU supports, one epoch's dispatch to its
+// variant and variant 5's graph of them, the kernels an epoch launches, variant 6's segments.
 #include "fused_kernels.h"
 
 #include "ceil_div.h"
 #include "cli.h"
 #include "cuda_check.h"
 #include "format.h"
+#include "nvtx.h"
 #include "regression_cli.h"
 #include "regression_data.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace workbook::fused {
@@ -36,6 +39,41 @@ std::string FusedTraining::skip_reason(Variant v) const {
            "): build with -arch=sm_90 or the default architectures";
   }
   return "no thread-block cluster of 1 to 16 blocks of 512 threads fits on this GPU now";
+}
+
+// One epoch of variant v, queued on the stream: the dispatch of the ladder.
+void FusedTraining::epoch(Variant v, int epoch) {
+  switch (v) {
+    case Variant::kUnfused:  // 6 launches: forward, loss (2), backward (2), step
+      unfused_forward();
+      unfused_loss(epoch);
+      unfused_backward();
+      unfused_step();
+      return;
+    case Variant::kAtomic: return atomic_epoch(epoch);
+    case Variant::kBlockReduce: {
+      const int blocks = shape(v).blocks;
+      block_partials({0, train_points_}, blocks, 0, blocks, stream_);
+      return update(epoch, blocks, blocks);
+    }
+    case Variant::kLastBlock: return last_block_epoch(epoch);
+    case Variant::kStreams: return streams_epoch(epoch);
+    case Variant::kGraph:       // replays variant 4's epochs: train() launches the graph
+    case Variant::kPersistent:  // all epochs in one launch: persistent_all_epochs()
+    case Variant::kOnChip:      // all epochs in one launch: on_chip_all_epochs()
+      break;
+  }
+  throw std::logic_error(std::string("epoch(): variant ") + variant_name(v) + " has no single epoch");
+}
+
+// Variant 5: variant 4's launches for every epoch, captured once into one graph.
+void FusedTraining::capture_graph() {
+  NvtxRange range("capture graph");
+  StreamCapture capture(stream_);  // recorded, not run (stream.h)
+  for (int e = 0; e < config_.epochs; ++e) last_block_epoch(e);
+  graph_ = capture.end();
+  CUDA_CHECK(cudaGraphInstantiate(&graph_exec_, graph_, 0));
+  CUDA_CHECK(cudaGraphUpload(graph_exec_, stream_));
 }
 
 // Counted by CUDA rather than written down: one epoch captured into a graph, its kernel nodes.
