@@ -4,6 +4,7 @@
 #include "cuda_check.h"
 #include "splitmix64.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -78,6 +79,21 @@ void fill_pattern(std::byte* data, std::size_t bytes, std::uint64_t seed) {
   if (bytes % sizeof(std::uint64_t) == 0) return;  // also keeps memcpy away from a null, empty buffer
   const std::uint64_t tail = splitmix64_of(base + words);
   std::memcpy(data + words * sizeof tail, &tail, bytes % sizeof tail);
+}
+
+void copy_pageable_staged(void* dst, const void* src, std::size_t bytes, std::byte* const (&staging)[2],
+                          std::size_t chunk, cudaEvent_t const (&done)[2], cudaStream_t stream) {
+  const auto* from = static_cast<const std::byte*>(src);
+  auto* to = static_cast<std::byte*>(dst);
+  for (std::size_t offset = 0, i = 0; offset < bytes; offset += chunk, ++i) {
+    const std::size_t n = std::min(chunk, bytes - offset);  // the last chunk may be short
+    const std::size_t buffer = i % 2;
+    CUDA_CHECK(cudaEventSynchronize(done[buffer]));  // the copy that last read this buffer has ended
+    std::memcpy(staging[buffer], from + offset, n);
+    CUDA_CHECK(cudaMemcpyAsync(to + offset, staging[buffer], n, cudaMemcpyHostToDevice, stream));
+    CUDA_CHECK(cudaEventRecord(done[buffer], stream));
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream));  // every byte landed, as cudaMemcpy returns
 }
 
 }  // namespace workbook::transfer

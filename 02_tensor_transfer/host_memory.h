@@ -11,6 +11,8 @@
 //   kRegistered  std::malloc, then cudaHostRegister: memory you already have, page-locked in place.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -55,5 +57,14 @@ class HostBuffer {
 // copy that drops, repeats or shifts any part of the buffer cannot match it (a constant fill
 // would hide all three). About 1 ns per 8 bytes.
 void fill_pattern(std::byte* data, std::size_t bytes, std::uint64_t seed);
+
+// What cudaMemcpy does with a pageable source, written out: the copy engine reads only pinned
+// memory, so the bytes go through two pinned staging buffers of `chunk` bytes in turns (chunk i
+// through staging[i % 2], copied on `stream` after the work already there, its end marked by
+// done[i % 2]). The host refills a buffer only once the copy that read it has finished, so its
+// memcpy into one buffer overlaps the DMA out of the other. Returns once every byte has landed,
+// as cudaMemcpy from pageable memory does. Exercise 02 staged_copy asks for this function.
+void copy_pageable_staged(void* dst, const void* src, std::size_t bytes, std::byte* const (&staging)[2],
+                          std::size_t chunk, cudaEvent_t const (&done)[2], cudaStream_t stream);
 
 }  // namespace workbook::transfer

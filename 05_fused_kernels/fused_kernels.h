@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,11 @@ struct Segment {
 // this on its own buffers; exercise 05 last_block (exercises/) is checked against it.
 void launch_last_block_epoch(const float* x, const float* y, std::int64_t n, float* params, float* losses, int epoch,
                              float lr, int blocks, float* partials, unsigned* done_count, cudaStream_t stream);
+
+// Variant 5's capture: `epochs` calls of epoch(e), e = 0, 1, ..., each queuing one epoch on
+// `stream`, recorded by stream capture into one graph (the caller owns it: instantiate it once,
+// launch it for every run). Nothing runs during the call. Exercise 05 graph asks for this.
+cudaGraph_t capture_epochs(int epochs, const std::function<void(int)>& epoch, cudaStream_t stream);
 
 class FusedTraining {
  public:

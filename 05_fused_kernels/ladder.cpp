@@ -66,12 +66,17 @@ void FusedTraining::epoch(Variant v, int epoch) {
   throw std::logic_error(std::string("epoch(): variant ") + variant_name(v) + " has no single epoch");
 }
 
+// Every epoch's launches recorded into one graph: the capture queues nothing to run (stream.h).
+cudaGraph_t capture_epochs(int epochs, const std::function<void(int)>& epoch, cudaStream_t stream) {
+  StreamCapture capture(stream);
+  for (int e = 0; e < epochs; ++e) epoch(e);
+  return capture.end();
+}
+
 // Variant 5: variant 4's launches for every epoch, captured once into one graph.
 void FusedTraining::capture_graph() {
   NvtxRange range("capture graph");
-  StreamCapture capture(stream_);  // recorded, not run (stream.h)
-  for (int e = 0; e < config_.epochs; ++e) last_block_epoch(e);
-  graph_ = capture.end();
+  graph_ = capture_epochs(config_.epochs, [this](int e) { last_block_epoch(e); }, stream_);
   CUDA_CHECK(cudaGraphInstantiate(&graph_exec_, graph_, 0));
   CUDA_CHECK(cudaGraphUpload(graph_exec_, stream_));
 }
@@ -84,16 +89,7 @@ int FusedTraining::kernels_per_epoch(Variant v) {
   StreamCapture capture(stream_);
   epoch(v, 0);  // recorded, not run: nothing on the GPU changes
   cudaGraph_t graph = capture.end();
-  std::size_t count = 0;
-  CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &count));
-  std::vector<cudaGraphNode_t> nodes(count);
-  CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &count));
-  int kernels = 0;
-  for (cudaGraphNode_t node : nodes) {
-    cudaGraphNodeType type{};
-    CUDA_CHECK(cudaGraphNodeGetType(node, &type));
-    kernels += type == cudaGraphNodeTypeKernel ? 1 : 0;
-  }
+  const int kernels = kernel_nodes(graph);
   CUDA_CHECK(cudaGraphDestroy(graph));
   return kernels;
 }

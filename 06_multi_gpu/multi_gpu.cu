@@ -121,15 +121,17 @@ std::vector<Plan> make_plans(const Problem& problem, const std::vector<int>& dev
   return plans;
 }
 
-// The all-reduce of one buffer of 3 floats on every device, as ONE collective: this thread issues
-// every device's part inside ncclGroupStart/End (issued one by one, each would wait for the others).
+// The all-reduce of one buffer of 3 floats per device (the sums or the test sums), as ONE collective.
 void all_reduce(std::vector<Plan>& plans, const CommunicatorGroup& comms, float* (Replica::*buffer_of)()) {
-  NCCL_CHECK(ncclGroupStart());
+  std::vector<float*> buffers;
+  std::vector<ncclComm_t> per_device;
+  std::vector<cudaStream_t> streams;
   for (std::size_t d = 0; d < plans.size(); ++d) {
-    float* buffer = (plans[d].replica.get()->*buffer_of)();
-    NCCL_CHECK(ncclAllReduce(buffer, buffer, 3, ncclFloat, ncclSum, comms.get(d), plans[d].stream->get()));
+    buffers.push_back((plans[d].replica.get()->*buffer_of)());
+    per_device.push_back(comms.get(d));
+    streams.push_back(plans[d].stream->get());
   }
-  NCCL_CHECK(ncclGroupEnd());
+  all_reduce_sums(buffers, per_device, streams);
 }
 
 // --exchange one_shot: every mailbox learns where every other is (peer access is on), and the
@@ -194,6 +196,18 @@ void run_once(std::vector<Plan>& plans, const CommunicatorGroup& comms, int epoc
 }
 
 }  // namespace
+
+// DataParallel's all-reduce: this one thread issues every device's part between ncclGroupStart
+// and ncclGroupEnd, so NCCL launches them as one collective (issued one by one, the first would
+// wait for peers that this thread has not reached yet).
+void all_reduce_sums(const std::vector<float*>& buffers, const std::vector<ncclComm_t>& comms,
+                     const std::vector<cudaStream_t>& streams) {
+  NCCL_CHECK(ncclGroupStart());
+  for (std::size_t d = 0; d < buffers.size(); ++d) {
+    NCCL_CHECK(ncclAllReduce(buffers[d], buffers[d], 3, ncclFloat, ncclSum, comms[d], streams[d]));
+  }
+  NCCL_CHECK(ncclGroupEnd());
+}
 
 ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& devices, int repeats,
                                 ExchangeOptions exchange) {

@@ -63,6 +63,12 @@ struct ExchangeOptions {
   bool on_chip = false;
 };
 
+// DataParallel's all-reduce of the sums: buffers[d] (3 floats on GPU d) becomes the sum over every
+// GPU, in place, queued on streams[d] after the work already there, as one NCCL collective over
+// comms[d] (from ncclCommInitAll). Only queues; the caller waits on the streams.
+void all_reduce_sums(const std::vector<float*>& buffers, const std::vector<ncclComm_t>& comms,
+                     const std::vector<cudaStream_t>& streams);
+
 // The DataParallel analog: one process, one host thread, one Replica per device, communicators
 // from ncclCommInitAll. One untimed run, then `repeats` timed runs (each gives the same bits).
 ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& devices, int repeats,

@@ -7,13 +7,16 @@
 #include "format.h"
 #include "gpu_probe.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 namespace workbook::exercise {
@@ -80,6 +83,10 @@ Checker::Checker(std::string chapter, std::string name)
     : chapter_(std::move(chapter)), name_(std::move(name)), attempt_file_(attempt_file()) {}
 
 std::optional<int> Checker::parse(int argc, char** argv) {
+  // Every kernel loaded when CUDA starts, not at its first launch: a checker runs kernels that wait
+  // for each other at once (a gather spinning for a peer's publish), and loading a kernel lazily
+  // may wait for the kernels already running, which would then wait for ever. Before any CUDA call.
+  setenv("CUDA_MODULE_LOADING", "EAGER", 1);
   CLI::App app{"Checks exercise " + chapter_ + " " + name_ + " (" + attempt_file_ +
                "): correct against the CPU twin at sizes that catch the usual mistakes, clean under "
                "compute-sanitizer, then timed against the chapter's own code. One verdict line."};
@@ -120,6 +127,29 @@ std::optional<int> Checker::sanitize(const SanitizerHints& hints) const {
   return std::nullopt;
 }
 
+std::optional<int> Checker::need_gpus(int count) const {
+  int available = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&available));
+  if (available >= count) return std::nullopt;
+  std::cout << "exercise " << chapter_ << " " << name_ << " needs " << count << " GPUs; this machine has "
+            << available << " (skipped)\n";
+  return kExitNoGpu;
+}
+
+void Checker::deadline(double seconds, std::string what, std::string hint) {
+  // Detached: a check that ends in time simply exits past it.
+  std::thread([this, seconds, what = std::move(what), hint = std::move(hint)] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    give_up(what, hint);
+  }).detach();
+}
+
+void Checker::give_up(const std::string& what, const std::string& hint) const {
+  std::cout << "wrong: " << what << "; hint: " << hint << std::endl;
+  std::fflush(nullptr);
+  std::_Exit(kExitFailure);
+}
+
 int Checker::correct(const Stats& attempt_us, const Stats& lesson_us, const std::string& lesson_what) const {
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
@@ -133,6 +163,17 @@ int Checker::correct(const Stats& attempt_us, const Stats& lesson_us, const std:
 int Checker::correct(const std::string& detail) const {
   std::cout << "correct; " << detail << "\n";
   return kExitOk;
+}
+
+bool finishes_within(cudaStream_t stream, double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    const cudaError_t status = cudaStreamQuery(stream);
+    if (status == cudaSuccess) return true;
+    if (status != cudaErrorNotReady) CUDA_CHECK(status);
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
 }
 
 bool close(double got, double want, double rel, double abs) {

@@ -63,6 +63,16 @@ class Checker {
   // first finding, nullopt when both are clean or compute-sanitizer is not installed (said once).
   std::optional<int> sanitize(const SanitizerHints& hints) const;
 
+  // An exercise that needs `count` GPUs: nullopt with that many, else one line and 77 (skip).
+  std::optional<int> need_gpus(int count) const;
+
+  // For a check that can hang (a collective or a wait that never ends): from now on, if the
+  // process still runs after `seconds`, a watchdog thread prints wrong(what, hint) and ends it.
+  void deadline(double seconds, std::string what, std::string hint);
+  // Prints "wrong: <what>; hint: <hint>" and ends the process at once, for GPU work that never
+  // finished: a normal exit would wait for a kernel that spins forever; the driver stops it.
+  [[noreturn]] void give_up(const std::string& what, const std::string& hint) const;
+
   // Prints "correct; ..." comparing the attempt's time with the chapter's, and returns 0.
   int correct(const Stats& attempt_us, const Stats& lesson_us, const std::string& lesson_what) const;
   // Prints "correct; <detail>" and returns 0: for an exercise whose speed is not the point.
@@ -86,6 +96,10 @@ Stats time_us(cudaStream_t stream, Work&& work) {
   t.mean *= 1e3;
   return t;
 }
+
+// Polls `stream` until its work is done (true) or `seconds` have passed (false): a wait that
+// cannot hang, for work the attempt may never finish.
+bool finishes_within(cudaStream_t stream, double seconds);
 
 // Floats compared as an exercise does: |got - want| <= abs + rel * |want|.
 bool close(double got, double want, double rel, double abs = 0.0);

@@ -11,6 +11,7 @@
 #include "cuda_check.h"
 
 #include <utility>
+#include <vector>
 
 namespace workbook {
 
@@ -103,6 +104,21 @@ class StreamCapture {
   UnsyncedLaunches unsynced_;
   bool capturing_ = true;
 };
+
+// How many kernel launches a captured graph holds (its kernel nodes; copies and waits not counted).
+inline int kernel_nodes(cudaGraph_t graph) {
+  std::size_t count = 0;
+  CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &count));
+  std::vector<cudaGraphNode_t> nodes(count);
+  CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &count));
+  int kernels = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    CUDA_CHECK(cudaGraphNodeGetType(node, &type));
+    kernels += type == cudaGraphNodeTypeKernel ? 1 : 0;
+  }
+  return kernels;
+}
 
 // A captured graph made launchable (cudaGraphInstantiate, with the graph's device current); the
 // graph itself is freed at once, the executable graph with this object.

@@ -139,8 +139,9 @@ int run(int argc, char** argv) {
       if (!same_bits(rerun, got)) {
         return checker.wrong(format("at n = %lld, one run gave {%.9g, %.9g} and the next {%.9g, %.9g}",
                                     static_cast<long long>(n), got[0], got[1], rerun[0], rerun[1]),
-                             "the result changes from run to run: float atomics (or a race) decide the order "
-                             "of the additions; write one partial per block and add them in a fixed order");
+                             "the result changes from run to run: float atomics, or a race on shared memory (a "
+                             "missing __syncthreads() between a write and the reads of it), decide the order of the "
+                             "additions; write one partial per block and add them in a fixed order");
       }
     }
     last_good = n;

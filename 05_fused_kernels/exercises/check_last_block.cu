@@ -91,16 +91,7 @@ int kernels_in_one_call(Problem& p, cudaStream_t stream) {
   StreamCapture capture(stream);
   p.epoch(0, stream);
   cudaGraph_t graph = capture.end();
-  std::size_t count = 0;
-  CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &count));
-  std::vector<cudaGraphNode_t> nodes(count);
-  CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &count));
-  int kernels = 0;
-  for (cudaGraphNode_t node : nodes) {
-    cudaGraphNodeType type{};
-    CUDA_CHECK(cudaGraphNodeGetType(node, &type));
-    kernels += type == cudaGraphNodeTypeKernel ? 1 : 0;
-  }
+  const int kernels = kernel_nodes(graph);
   CUDA_CHECK(cudaGraphDestroy(graph));
   return kernels;
 }

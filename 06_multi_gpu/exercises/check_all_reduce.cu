@@ -1,0 +1,192 @@
+// check_all_reduce.cu: the checker of exercise 06 all_reduce (the contract: all_reduce.h), on
+// every GPU of the machine (two at least).
+//
+// Each GPU d's buffer holds 3 floats to reduce and 13 guard floats behind them. Before the call
+// the checker queues on streams[d] a kernel that waits until the call has returned (or 3 s) and
+// only then writes GPU d's sums {1 + d, (d + 1) / 2, -(d + 1) / 4} (until then the buffer holds
+// NaN): the work of the epoch that the all-reduce must come after. Then:
+// 1. The call only queues: it must return while those kernels still wait (the streams busy).
+// 2. Every GPU's buffer holds the sum over the GPUs (exact in float), the guards untouched.
+// 3. A call that never returns, or an all-reduce that never ends, is stopped after 20 s.
+// 4. The verdict times the attempt against the lesson's all_reduce_sums on the same communicators.
+// No kernels of the attempt, so no compute-sanitizer pass.
+#include "all_reduce.h"
+
+#include "cuda_check.h"
+#include "device_buffer.h"
+#include "exercise.h"
+#include "format.h"
+#include "globaltimer.cuh"
+#include "harness/nccl_comm.h"
+#include "harness/rank_environment.h"
+#include "multi_gpu.h"
+#include "program.h"
+#include "stream.h"
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+namespace workbook::multi_gpu::exercise {
+namespace {
+
+constexpr int kSums = 3, kGuards = 13;
+constexpr float kGuard = 1000.0f;
+
+// Waits until the host raises `release` (or `ns` of GPU time have passed), then writes this GPU's
+// three sums: the epoch's work before the all-reduce. The first all-reduce of a communicator
+// connects the GPUs first, which takes the host a while: no fixed wait would outlast it.
+__global__ void wait_then_write_sums(float* buffer, float d, const volatile unsigned* release, unsigned long long ns) {
+  const unsigned long long start = global_timer_ns();
+  while (*release == 0 && global_timer_ns() - start < ns) __nanosleep(1000);
+  buffer[0] = 1.0f + d;
+  buffer[1] = 0.5f * (d + 1.0f);
+  buffer[2] = -0.25f * (d + 1.0f);
+}
+
+struct Gpu {
+  int device = 0;
+  std::unique_ptr<Stream> stream;
+  DeviceBuffer<float> buffer;
+};
+
+float own_sum(int d, int k) { return k == 0 ? 1.0f + d : k == 1 ? 0.5f * (d + 1) : -0.25f * (d + 1); }
+
+// The buffers as the epoch leaves them before the all-reduce: NaN sums, then the guards.
+void reset(std::vector<Gpu>& gpus) {
+  std::vector<float> host(kSums + kGuards, std::nanf(""));
+  for (int g = 0; g < kGuards; ++g) host[kSums + g] = kGuard + static_cast<float>(g);
+  for (Gpu& gpu : gpus) {
+    CUDA_CHECK(cudaSetDevice(gpu.device));
+    CUDA_CHECK(cudaMemcpy(gpu.buffer.data(), host.data(), gpu.buffer.bytes(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaDeviceSynchronize());  // in place before the non-blocking streams use them
+  }
+}
+
+// What is wrong with GPU d's buffer after the all-reduce, as a verdict; 0 when it is right.
+int judge(const workbook::exercise::Checker& checker, const std::vector<float>& got, int d, int count) {
+  for (int k = 0; k < kSums; ++k) {
+    float want = 0.0f;
+    for (int r = 0; r < count; ++r) want += own_sum(r, k);
+    if (got[k] == want) continue;
+    const std::string what = format("GPU %d's sum %d is %g where the sum over the %d GPUs is %g", d, k, got[k], count, want);
+    if (got[k] == own_sum(d, k)) {
+      return checker.wrong(what + " (its own sum alone)",
+                           "the all-reduce ran before the work queued on streams[d] (which writes the sums): queue "
+                           "each GPU's part on streams[d], or make the stream it runs on wait for streams[d]");
+    }
+    if (std::fabs(got[k] - want / static_cast<float>(count)) <= 1e-6f * std::fabs(want)) {
+      return checker.wrong(what + " (the mean)",
+                           "ncclAvg divides by the number of GPUs: DataParallel adds the sums (ncclSum), the step "
+                           "divides by n itself");
+    }
+    return checker.wrong(what, "each GPU's 3 floats, in place, added: ncclAllReduce(buffer, buffer, 3, ncclFloat, "
+                               "ncclSum, comms[d], streams[d])");
+  }
+  for (int g = 0; g < kGuards; ++g) {
+    if (got[kSums + g] == kGuard + static_cast<float>(g)) continue;
+    return checker.wrong(format("GPU %d's float %d, past the 3 sums, was changed", d, kSums + g),
+                         "NCCL counts elements, not bytes: count 3 (floats), not 12");
+  }
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  workbook::exercise::Checker checker("06", "all_reduce");
+  if (auto code = checker.parse(argc, argv)) return *code;
+  if (auto code = checker.need_gpus(2)) return *code;
+  apply_forced_environment();
+  int count = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&count));
+  std::vector<int> devices;
+  std::vector<Gpu> gpus;
+  for (int d = 0; d < count; ++d) {
+    CUDA_CHECK(cudaSetDevice(d));
+    devices.push_back(d);
+    gpus.push_back(Gpu{d, std::make_unique<Stream>(), DeviceBuffer<float>(kSums + kGuards)});
+  }
+  CommunicatorGroup comms = CommunicatorGroup::init_all(devices);
+  std::vector<float*> buffers;
+  std::vector<ncclComm_t> per_gpu;
+  std::vector<cudaStream_t> streams;
+  for (Gpu& gpu : gpus) {
+    buffers.push_back(gpu.buffer.data());
+    per_gpu.push_back(comms.get(static_cast<std::size_t>(gpu.device)));
+    streams.push_back(gpu.stream->get());
+  }
+
+  // 1. The call, behind work on every stream that lasts until the call has returned.
+  reset(gpus);
+  unsigned* release = nullptr;  // pinned, mapped into every GPU
+  CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&release), sizeof(unsigned), cudaHostAllocMapped | cudaHostAllocPortable));
+  *static_cast<volatile unsigned*>(release) = 0;
+  unsigned* release_on_gpu = nullptr;
+  CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&release_on_gpu), release, 0));
+  for (Gpu& gpu : gpus) {
+    CUDA_CHECK(cudaSetDevice(gpu.device));
+    wait_then_write_sums<<<1, 1, 0, gpu.stream->get()>>>(gpu.buffer.data(), static_cast<float>(gpu.device),
+                                                         release_on_gpu, 3'000'000'000ULL);
+    CUDA_CHECK_LAUNCH();
+  }
+  checker.deadline(20.0, "the all-reduce did not return, or never finished, within 20 s",
+                   "one host thread issues every GPU's part: put them all between ncclGroupStart() and "
+                   "ncclGroupEnd(), or the first ncclAllReduce waits for peers this thread has not issued yet");
+  all_reduce_sums(buffers, per_gpu, streams);
+  bool waited = true;
+  for (Gpu& gpu : gpus) {
+    CUDA_CHECK(cudaSetDevice(gpu.device));
+    const cudaError_t status = cudaStreamQuery(gpu.stream->get());
+    if (status != cudaSuccess && status != cudaErrorNotReady) CUDA_CHECK(status);
+    waited = waited && status == cudaSuccess;
+  }
+  *static_cast<volatile unsigned*>(release) = 1;  // the epoch's work may end now
+  for (Gpu& gpu : gpus) {
+    CUDA_CHECK(cudaSetDevice(gpu.device));
+    gpu.stream->synchronize();
+  }
+
+  CUDA_CHECK(cudaFreeHost(release));
+
+  // 2. Every GPU's sums.
+  for (Gpu& gpu : gpus) {
+    std::vector<float> got(kSums + kGuards);
+    CUDA_CHECK(cudaSetDevice(gpu.device));
+    CUDA_CHECK(cudaMemcpy(got.data(), gpu.buffer.data(), gpu.buffer.bytes(), cudaMemcpyDeviceToHost));
+    if (const int verdict = judge(checker, got, gpu.device, count)) return verdict;
+  }
+  if (waited) {
+    return checker.wrong("the call returned only after the streams' work had ended",
+                         "it should only queue: no cudaStreamSynchronize or cudaDeviceSynchronize inside (the host "
+                         "goes on to queue the next epoch, as DataParallel's loop does)");
+  }
+
+  // 4. The speed: one all-reduce, queued and finished, over and over; the same for the lesson's.
+  auto time_calls = [&](auto&& call) {
+    std::vector<double> us;
+    CUDA_CHECK(cudaSetDevice(gpus[0].device));  // the events are GPU 0's, as the stream they time
+    Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
+    for (int i = 0; i < 23; ++i) {
+      CUDA_CHECK(cudaSetDevice(gpus[0].device));
+      start.record(streams[0]);
+      call(buffers, per_gpu, streams);
+      CUDA_CHECK(cudaSetDevice(gpus[0].device));
+      stop.record(streams[0]);
+      for (Gpu& gpu : gpus) {
+        CUDA_CHECK(cudaSetDevice(gpu.device));
+        gpu.stream->synchronize();
+      }
+      if (i >= 3) us.push_back(1e3 * elapsed_ms(start, stop));
+    }
+    return summarize(us);
+  };
+  const Stats attempt = time_calls(all_reduce_sums);
+  const Stats lesson = time_calls(multi_gpu::all_reduce_sums);
+  return checker.correct(attempt, lesson, format("the chapter's all_reduce_sums over the same %d GPUs", count));
+}
+
+}  // namespace
+}  // namespace workbook::multi_gpu::exercise
+
+int main(int argc, char** argv) {
+  return workbook::guarded_main("check_all_reduce", [&] { return workbook::multi_gpu::exercise::run(argc, argv); });
+}
