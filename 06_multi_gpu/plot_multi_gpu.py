@@ -271,7 +271,7 @@ def fault_part(results, lines):
             continue
         lines.append(f"- fault {name[len('fault_'):-len('.json')]}: rank {launcher.get('failed_rank', '?')} named; "
                      f"every rank stopped {launcher.get('stopped_after_s', float('nan')):.2f} s after the first exit "
-                     f"(bound {launcher.get('timeout_s', '?')} s)")
+                     f"(a rank still running {launcher.get('timeout_s', '?')} s after a failure is killed)")
 
 
 def mpi_part(results, lines):

@@ -8,12 +8,14 @@
 #include "gpu_probe.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <mutex>
 #include <sstream>
 #include <sys/wait.h>
 #include <thread>
@@ -87,6 +89,9 @@ std::optional<int> Checker::parse(int argc, char** argv) {
   // for each other at once (a gather spinning for a peer's publish), and loading a kernel lazily
   // may wait for the kernels already running, which would then wait for ever. Before any CUDA call.
   setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+  // And eight hardware queues (the default, which some clusters lower to 1): with one, every
+  // stream's kernels run in one line, and two that wait for each other would wait for ever.
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8", 1);
   CLI::App app{"Checks exercise " + chapter_ + " " + name_ + " (" + attempt_file_ +
                "): correct against the CPU twin at sizes that catch the usual mistakes, clean under "
                "compute-sanitizer, then timed against the chapter's own code. One verdict line."};
@@ -136,18 +141,34 @@ std::optional<int> Checker::need_gpus(int count) const {
   return kExitNoGpu;
 }
 
-void Checker::deadline(double seconds, std::string what, std::string hint) {
-  // Detached: a check that ends in time simply exits past it.
-  std::thread([this, seconds, what = std::move(what), hint = std::move(hint)] {
-    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-    give_up(what, hint);
-  }).detach();
-}
-
-void Checker::give_up(const std::string& what, const std::string& hint) const {
+void Checker::give_up(const std::string& what, const std::string& hint) {
   std::cout << "wrong: " << what << "; hint: " << hint << std::endl;
   std::fflush(nullptr);
   std::_Exit(kExitFailure);
+}
+
+struct Deadline::State {
+  std::mutex mutex;
+  std::condition_variable called_off;
+  bool done = false;
+};
+
+Deadline::Deadline(double seconds, std::string what, std::string hint) : state_(std::make_shared<State>()) {
+  watchdog_ = std::thread([state = state_, seconds, what = std::move(what), hint = std::move(hint)] {
+    std::unique_lock<std::mutex> lock(state->mutex);
+    if (!state->called_off.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return state->done; })) {
+      Checker::give_up(what, hint);
+    }
+  });
+}
+
+Deadline::~Deadline() {
+  {
+    const std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->done = true;
+  }
+  state_->called_off.notify_one();
+  watchdog_.join();
 }
 
 int Checker::correct(const Stats& attempt_us, const Stats& lesson_us, const std::string& lesson_what) const {

@@ -23,8 +23,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 
 namespace workbook::exercise {
@@ -66,12 +68,9 @@ class Checker {
   // An exercise that needs `count` GPUs: nullopt with that many, else one line and 77 (skip).
   std::optional<int> need_gpus(int count) const;
 
-  // For a check that can hang (a collective or a wait that never ends): from now on, if the
-  // process still runs after `seconds`, a watchdog thread prints wrong(what, hint) and ends it.
-  void deadline(double seconds, std::string what, std::string hint);
   // Prints "wrong: <what>; hint: <hint>" and ends the process at once, for GPU work that never
   // finished: a normal exit would wait for a kernel that spins forever; the driver stops it.
-  [[noreturn]] void give_up(const std::string& what, const std::string& hint) const;
+  [[noreturn]] static void give_up(const std::string& what, const std::string& hint);
 
   // Prints "correct; ..." comparing the attempt's time with the chapter's, and returns 0.
   int correct(const Stats& attempt_us, const Stats& lesson_us, const std::string& lesson_what) const;
@@ -96,6 +95,25 @@ Stats time_us(cudaStream_t stream, Work&& work) {
   t.mean *= 1e3;
   return t;
 }
+
+// For a part of a check that can hang (a collective or a call that never returns): while this
+// object lives, a watchdog thread waits `seconds`, then gives up (Checker::give_up) with `what`
+// and `hint`. Its destructor calls the watchdog off.
+//
+//   { const Deadline guard(20.0, "the all-reduce did not return within 20 s", "...");
+//     attempt(...); }                                   // past here, no watchdog
+class Deadline {
+ public:
+  Deadline(double seconds, std::string what, std::string hint);
+  ~Deadline();
+  Deadline(const Deadline&) = delete;
+  Deadline& operator=(const Deadline&) = delete;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+  std::thread watchdog_;
+};
 
 // Polls `stream` until its work is done (true) or `seconds` have passed (false): a wait that
 // cannot hang, for work the attempt may never finish.

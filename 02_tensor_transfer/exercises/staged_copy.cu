@@ -17,7 +17,9 @@ namespace workbook::transfer::exercise {
 // done[i % 2] (cudaEventSynchronize) before refilling buffer i % 2, record done[i % 2] after its
 // copy, and wait for the stream once, at the end.
 // Hint: the copy engine reads a staging buffer only when the stream reaches that copy, which may
-// be long after cudaMemcpyAsync returned; and the last chunk is bytes - offset long.
+// be long after cudaMemcpyAsync returned (so record done[i % 2] after the copy: recorded before
+// it, the event is passed before the copy has read anything); and the last chunk is bytes - offset
+// long.
 void staged_copy(void* dst, const void* src, std::size_t bytes, std::byte* const (&staging)[2], std::size_t chunk,
                  cudaEvent_t const (&done)[2], cudaStream_t stream) {
   (void)done;

@@ -1,14 +1,17 @@
 // check_all_reduce.cu: the checker of exercise 06 all_reduce (the contract: all_reduce.h), on
 // every GPU of the machine (two at least).
 //
-// Each GPU d's buffer holds 3 floats to reduce and 13 guard floats behind them. Before the call
-// the checker queues on streams[d] a kernel that waits until the call has returned (or 3 s) and
-// only then writes GPU d's sums {1 + d, (d + 1) / 2, -(d + 1) / 4} (until then the buffer holds
-// NaN): the work of the epoch that the all-reduce must come after. Then:
-// 1. The call only queues: it must return while those kernels still wait (the streams busy).
-// 2. Every GPU's buffer holds the sum over the GPUs (exact in float), the guards untouched.
-// 3. A call that never returns, or an all-reduce that never ends, is stopped after 20 s.
-// 4. The verdict times the attempt against the lesson's all_reduce_sums on the same communicators.
+// Each GPU d's buffer holds 3 floats to reduce, GPU d's sums {1 + d, (d + 1) / 2, -(d + 1) / 4},
+// and 13 guard floats behind them.
+// 1. The first call, on idle streams: it must return, and its all-reduce end, within 20 s (one
+//    thread that issues the GPUs' parts outside a group waits for ever in the first), and every
+//    buffer must hold the sum over the GPUs (exact in float), the guards untouched. This first
+//    collective also connects the GPUs, which NCCL does on the host while it waits for the GPUs.
+// 2. The second call, behind the epoch's work: on streams[d] a kernel that waits until the call
+//    has returned (or 3 s, then it says it ran out of patience) and only then writes the sums
+//    (until then the buffer holds NaN). Every buffer must hold the sum again, and no kernel may
+//    have run out of patience: the call only queues (no host wait, before the all-reduce or after).
+// 3. The verdict times the attempt against the lesson's all_reduce_sums on the same communicators.
 // No kernels of the attempt, so no compute-sanitizer pass.
 #include "all_reduce.h"
 
@@ -32,13 +35,23 @@ namespace {
 
 constexpr int kSums = 3, kGuards = 13;
 constexpr float kGuard = 1000.0f;
+constexpr unsigned long long kPatienceNs = 3'000'000'000ULL;  // how long the work before the call waits for it
+constexpr int kWarmUps = 3, kTimed = 20;
 
-// Waits until the host raises `release` (or `ns` of GPU time have passed), then writes this GPU's
-// three sums: the epoch's work before the all-reduce. The first all-reduce of a communicator
-// connects the GPUs first, which takes the host a while: no fixed wait would outlast it.
-__global__ void wait_then_write_sums(float* buffer, float d, const volatile unsigned* release, unsigned long long ns) {
+// Waits until the host raises `release` (or `ns` of GPU time have passed, then it raises
+// *ran_out: the host waited for it), then writes this GPU's three sums: the epoch's work before
+// the all-reduce. The first all-reduce of a communicator connects the GPUs first, which takes the
+// host a while: no fixed wait would outlast it.
+__global__ void wait_then_write_sums(float* buffer, float d, const volatile unsigned* release, volatile unsigned* ran_out,
+                                     unsigned long long ns) {
   const unsigned long long start = global_timer_ns();
-  while (*release == 0 && global_timer_ns() - start < ns) __nanosleep(1000);
+  while (*release == 0) {
+    if (global_timer_ns() - start >= ns) {
+      *ran_out = 1;
+      break;
+    }
+    __nanosleep(1000);
+  }
   buffer[0] = 1.0f + d;
   buffer[1] = 0.5f * (d + 1.0f);
   buffer[2] = -0.25f * (d + 1.0f);
@@ -52,11 +65,13 @@ struct Gpu {
 
 float own_sum(int d, int k) { return k == 0 ? 1.0f + d : k == 1 ? 0.5f * (d + 1) : -0.25f * (d + 1); }
 
-// The buffers as the epoch leaves them before the all-reduce: NaN sums, then the guards.
-void reset(std::vector<Gpu>& gpus) {
-  std::vector<float> host(kSums + kGuards, std::nanf(""));
-  for (int g = 0; g < kGuards; ++g) host[kSums + g] = kGuard + static_cast<float>(g);
+// The buffers before the all-reduce: each GPU's sums (or NaN, for the epoch's work to write them),
+// then the guards.
+void reset(std::vector<Gpu>& gpus, bool with_sums) {
   for (Gpu& gpu : gpus) {
+    std::vector<float> host(kSums + kGuards, std::nanf(""));
+    for (int k = 0; k < kSums && with_sums; ++k) host[k] = own_sum(gpu.device, k);
+    for (int g = 0; g < kGuards; ++g) host[kSums + g] = kGuard + static_cast<float>(g);
     CUDA_CHECK(cudaSetDevice(gpu.device));
     CUDA_CHECK(cudaMemcpy(gpu.buffer.data(), host.data(), gpu.buffer.bytes(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaDeviceSynchronize());  // in place before the non-blocking streams use them
@@ -94,6 +109,9 @@ int judge(const workbook::exercise::Checker& checker, const std::vector<float>& 
 int run(int argc, char** argv) {
   workbook::exercise::Checker checker("06", "all_reduce");
   if (auto code = checker.parse(argc, argv)) return *code;
+  // The debug preset's sync after each launch (cuda_check.h) off: the checker's own kernels hold
+  // the stream back while the attempt queues, and a sync would wait them out first.
+  const UnsyncedLaunches queue_behind_the_checker;
   if (auto code = checker.need_gpus(2)) return *code;
   apply_forced_environment();
   int count = 0;
@@ -111,61 +129,66 @@ int run(int argc, char** argv) {
   std::vector<cudaStream_t> streams;
   for (Gpu& gpu : gpus) {
     buffers.push_back(gpu.buffer.data());
-    per_gpu.push_back(comms.get(static_cast<std::size_t>(gpu.device)));
+    per_gpu.push_back(comms.get(per_gpu.size()));  // the communicators are in the order of `devices`
     streams.push_back(gpu.stream->get());
   }
 
-  // 1. The call, behind work on every stream that lasts until the call has returned.
-  reset(gpus);
-  unsigned* release = nullptr;  // pinned, mapped into every GPU
-  CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&release), sizeof(unsigned), cudaHostAllocMapped | cudaHostAllocPortable));
-  *static_cast<volatile unsigned*>(release) = 0;
-  unsigned* release_on_gpu = nullptr;
-  CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&release_on_gpu), release, 0));
-  for (Gpu& gpu : gpus) {
-    CUDA_CHECK(cudaSetDevice(gpu.device));
-    wait_then_write_sums<<<1, 1, 0, gpu.stream->get()>>>(gpu.buffer.data(), static_cast<float>(gpu.device),
-                                                         release_on_gpu, 3'000'000'000ULL);
+  // 1. The first call, on idle streams, and every GPU's sums.
+  const auto call_and_wait = [&](auto&& before_waiting) {
+    const workbook::exercise::Deadline guard(
+        20.0, "the all-reduce did not return, or never finished, within 20 s",
+        "one host thread issues every GPU's part: put them all between ncclGroupStart() and ncclGroupEnd(), or the "
+        "first ncclAllReduce waits for peers this thread has not issued yet");
+    all_reduce_sums(buffers, per_gpu, streams);
+    before_waiting();
+    for (Gpu& gpu : gpus) {
+      CUDA_CHECK(cudaSetDevice(gpu.device));
+      gpu.stream->synchronize();
+    }
+  };
+  const auto judge_all = [&] {
+    for (Gpu& gpu : gpus) {
+      std::vector<float> got(kSums + kGuards);
+      CUDA_CHECK(cudaSetDevice(gpu.device));
+      CUDA_CHECK(cudaMemcpy(got.data(), gpu.buffer.data(), gpu.buffer.bytes(), cudaMemcpyDeviceToHost));
+      if (const int verdict = judge(checker, got, gpu.device, count)) return verdict;
+    }
+    return 0;
+  };
+  reset(gpus, /*with_sums=*/true);
+  call_and_wait([] {});
+  if (const int verdict = judge_all()) return verdict;
+
+  // 2. The second call, behind work on every stream that lasts until the call has returned. The
+  // flags are pinned host memory, mapped: with unified addressing (every 64-bit system) the GPUs
+  // use the host's pointer. [0] releases the kernels; [1 + g] says GPU g's ran out of patience.
+  reset(gpus, /*with_sums=*/false);
+  PinnedBuffer<unsigned> flags(1 + gpus.size());
+  volatile unsigned* flag = flags.data();
+  for (std::size_t i = 0; i < flags.size(); ++i) flag[i] = 0;
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    CUDA_CHECK(cudaSetDevice(gpus[g].device));
+    wait_then_write_sums<<<1, 1, 0, gpus[g].stream->get()>>>(gpus[g].buffer.data(), static_cast<float>(gpus[g].device),
+                                                             flags.data(), flags.data() + 1 + g, kPatienceNs);
     CUDA_CHECK_LAUNCH();
   }
-  checker.deadline(20.0, "the all-reduce did not return, or never finished, within 20 s",
-                   "one host thread issues every GPU's part: put them all between ncclGroupStart() and "
-                   "ncclGroupEnd(), or the first ncclAllReduce waits for peers this thread has not issued yet");
-  all_reduce_sums(buffers, per_gpu, streams);
-  bool waited = true;
-  for (Gpu& gpu : gpus) {
-    CUDA_CHECK(cudaSetDevice(gpu.device));
-    const cudaError_t status = cudaStreamQuery(gpu.stream->get());
-    if (status != cudaSuccess && status != cudaErrorNotReady) CUDA_CHECK(status);
-    waited = waited && status == cudaSuccess;
-  }
-  *static_cast<volatile unsigned*>(release) = 1;  // the epoch's work may end now
-  for (Gpu& gpu : gpus) {
-    CUDA_CHECK(cudaSetDevice(gpu.device));
-    gpu.stream->synchronize();
+  call_and_wait([&] { flag[0] = 1; });  // the epoch's work may end once the call has returned
+  if (const int verdict = judge_all()) return verdict;
+  // Only queued: no kernel before it ran out of patience, so the host never waited for one.
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    if (flag[1 + g] == 0) continue;
+    return checker.wrong(format("the call returned only after GPU %d's work queued before it had ended", gpus[g].device),
+                         "it should only queue: no cudaStreamSynchronize or cudaDeviceSynchronize inside, before "
+                         "the all-reduce or after it (the host goes on to queue the next epoch, as DataParallel's "
+                         "loop does)");
   }
 
-  CUDA_CHECK(cudaFreeHost(release));
-
-  // 2. Every GPU's sums.
-  for (Gpu& gpu : gpus) {
-    std::vector<float> got(kSums + kGuards);
-    CUDA_CHECK(cudaSetDevice(gpu.device));
-    CUDA_CHECK(cudaMemcpy(got.data(), gpu.buffer.data(), gpu.buffer.bytes(), cudaMemcpyDeviceToHost));
-    if (const int verdict = judge(checker, got, gpu.device, count)) return verdict;
-  }
-  if (waited) {
-    return checker.wrong("the call returned only after the streams' work had ended",
-                         "it should only queue: no cudaStreamSynchronize or cudaDeviceSynchronize inside (the host "
-                         "goes on to queue the next epoch, as DataParallel's loop does)");
-  }
-
-  // 4. The speed: one all-reduce, queued and finished, over and over; the same for the lesson's.
+  // 3. The speed: one all-reduce, queued and finished, over and over; the same for the lesson's.
   auto time_calls = [&](auto&& call) {
     std::vector<double> us;
     CUDA_CHECK(cudaSetDevice(gpus[0].device));  // the events are GPU 0's, as the stream they time
     Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
-    for (int i = 0; i < 23; ++i) {
+    for (int i = 0; i < kWarmUps + kTimed; ++i) {
       CUDA_CHECK(cudaSetDevice(gpus[0].device));
       start.record(streams[0]);
       call(buffers, per_gpu, streams);
@@ -175,7 +198,7 @@ int run(int argc, char** argv) {
         CUDA_CHECK(cudaSetDevice(gpu.device));
         gpu.stream->synchronize();
       }
-      if (i >= 3) us.push_back(1e3 * elapsed_ms(start, stop));
+      if (i >= kWarmUps) us.push_back(1e3 * elapsed_ms(start, stop));
     }
     return summarize(us);
   };

@@ -22,6 +22,8 @@ namespace {
 // peer of set s & 1 of v.mine until its high half is s (the warp goes on when every lane is
 // ready: __all_sync); then lane 3r + k holds rank r's sum k (its own rank's from sums), and the
 // totals are added in rank order with __shfl_sync; thread 0 writes them and calls one_shot_done.
+// Every lane of the warp, those past 3 x v.world and this rank's own included, must reach each
+// __all_sync and __shfl_sync (with ready = true if it waits for nothing): no early return before.
 // Hint: a word of an older exchange is not zero, so "nonzero" is not "ready"; and a + b + c in
 // another order is other bits.
 __global__ void publish_kernel(const float* sums, OneShotView v) {

@@ -329,7 +329,7 @@ int run_ddp_launcher(const Options& o, const std::vector<int>& devices, Report& 
     double last = 0.0;
     for (const ChildExit& e : r.launch.exits) last = std::max(last, e.seconds);
     out << "launcher: " << describe_failure(r.launch) << "; every rank stopped " << fixed(last - f.seconds, 2)
-        << " s after it (bound " << o.timeout_s << " s)\n";
+        << " s after it (a rank still running " << o.timeout_s << " s after a failure, --timeout-s, is killed)\n";
     j["launcher"]["failed_rank"] = blamed_rank(r.launch);
     j["launcher"]["first_exit_rank"] = f.rank;
     j["launcher"]["stopped_after_s"] = last - f.seconds;

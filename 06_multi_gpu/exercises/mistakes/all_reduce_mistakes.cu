@@ -18,6 +18,9 @@ void all_reduce_sums(const std::vector<float*>& buffers, const std::vector<ncclC
 #else
   const std::size_t count = 3;
 #endif
+#if defined(PLANTED_SYNC_FIRST)
+  for (const cudaStream_t stream : streams) (void)cudaStreamSynchronize(stream);  // "to be safe": blocks the host
+#endif
 #if !defined(PLANTED_NO_GROUP)  // without the group, the first call waits for peers not yet issued
   NCCL_CHECK(ncclGroupStart());
 #endif
