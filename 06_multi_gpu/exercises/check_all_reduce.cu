@@ -38,10 +38,9 @@ constexpr float kGuard = 1000.0f;
 constexpr unsigned long long kPatienceNs = 3'000'000'000ULL;  // how long the work before the call waits for it
 constexpr int kWarmUps = 3, kTimed = 20;
 
-// Waits until the host raises `release` (or `ns` of GPU time have passed, then it raises
-// *ran_out: the host waited for it), then writes this GPU's three sums: the epoch's work before
-// the all-reduce. The first all-reduce of a communicator connects the GPUs first, which takes the
-// host a while: no fixed wait would outlast it.
+// The epoch's work before the all-reduce: waits until the host raises `release`, which it does
+// once the call has returned, then writes this GPU's three sums. If `ns` of GPU time pass first,
+// the host was waiting for this kernel inside the call: it raises *ran_out and goes on.
 __global__ void wait_then_write_sums(float* buffer, float d, const volatile unsigned* release, volatile unsigned* ran_out,
                                      unsigned long long ns) {
   const unsigned long long start = global_timer_ns();
