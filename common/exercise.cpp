@@ -93,14 +93,16 @@ std::optional<int> Checker::parse(int argc, char** argv) {
   // stream's kernels run in one line, and two that wait for each other would wait for ever.
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8", 1);
   CLI::App app{"Checks exercise " + chapter_ + " " + name_ + " (" + attempt_file_ +
-               "): correct against the CPU twin at sizes that catch the usual mistakes, clean under "
-               "compute-sanitizer, then timed against the chapter's own code. One verdict line."};
+               "): right against the chapter's CPU twin or the order its calls must keep, at the cases that "
+               "catch the usual mistakes (and, for an exercise with kernels of its own, clean under "
+               "compute-sanitizer), then timed against the chapter's own code. One verdict line."};
   app.add_option_function<std::string>(
          "--device", [this](const std::string& text) { device_ = parse_device(text).index; },
          "the GPU to check on (N, cuda or cuda:N; default 0)")
       ->type_name("N");
-  app.add_flag("--sanitizer-pass", sanitizer_pass_, "only the small sizes, once (what compute-sanitizer runs)");
-  app.add_flag("--no-sanitizer", no_sanitizer_, "skip the racecheck and memcheck runs");
+  app.add_flag("--sanitizer-pass", sanitizer_pass_,
+               "only the small sizes, once (what compute-sanitizer runs; checkers without a sanitizer pass ignore it)");
+  app.add_flag("--no-sanitizer", no_sanitizer_, "skip the racecheck and memcheck runs (where the checker has them)");
   if (auto code = parse_command_line(app, argc, argv)) return code;
   // An untouched skeleton is not a failure: ctest shows it as skipped, the reader as a to-do.
   if (read_file(attempt_file_).find(kTodoMarker) != std::string::npos) {

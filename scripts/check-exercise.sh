@@ -26,7 +26,7 @@ list_exercises() {
 }
 
 case ${1:-} in
-  -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   --list) list_exercises; exit 0 ;;
 esac
 if [[ $# -ne 2 ]]; then echo "$usage" >&2; exit 2; fi

@@ -12,8 +12,9 @@ namespace workbook::streams_events::exercise {
 // fork: every side stream waits for all the work queued on streams[0] so far;
 // join: streams[0] waits for all the work queued on every side stream so far.
 // GPU-side waits only: each call only queues and returns at once. `events` holds one event per
-// stream (timing disabled), free for the call to record; an event may be recorded again once a
-// wait on it has been queued (the wait keeps the record it saw).
+// stream (timing disabled), free for the call to record (fork: events[0] on streams[0]; join:
+// events[k] on side stream k); an event may be recorded again once a wait on it has been queued
+// (the wait keeps the record it saw).
 void fork(const std::vector<cudaStream_t>& streams, const std::vector<cudaEvent_t>& events);
 void join(const std::vector<cudaStream_t>& streams, const std::vector<cudaEvent_t>& events);
 

@@ -8,6 +8,7 @@
 #include "graph.h"
 
 #include "cuda_check.h"
+#include "stream.h"  // StreamCapture, if you use it
 
 namespace workbook::fused::exercise {
 

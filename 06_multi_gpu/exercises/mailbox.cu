@@ -16,9 +16,10 @@
 namespace workbook::multi_gpu::exercise {
 namespace {
 
-// TODO(exercise): lane l < 3 x v.world handles rank l / 3's sum k = l % 3. publish: for each peer
-// (not v.rank), store word_of(sums[k], s) into word k of slot v.rank of set s & 1 of
-// v.mailboxes[peer] (a set is v.world slots). gather: each lane of a peer loads word k of slot
+// TODO(exercise): both kernels start with s = one_shot_next(v) and do nothing when s == 0. Lane
+// l < 3 x v.world handles rank l / 3's sum k = l % 3. publish: for each peer (not v.rank), store
+// word_of(sums[k], s) into word k of slot v.rank of set s & 1 of pick(v.mailboxes, peer) (a set
+// is v.world slots). gather: each lane of a peer loads word k of slot
 // peer of set s & 1 of v.mine until its high half is s (the warp goes on when every lane is
 // ready: __all_sync); then lane 3r + k holds rank r's sum k (its own rank's from sums), and the
 // totals are added in rank order with __shfl_sync; thread 0 writes them and calls one_shot_done.

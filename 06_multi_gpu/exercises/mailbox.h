@@ -8,8 +8,9 @@
 namespace workbook::multi_gpu::exercise {
 
 // The two halves of the one-shot exchange (one_shot_exchange.h explains the mailbox), each one
-// kernel of one warp (32 threads) on `stream`, for exchange s = the exchanges done on this GPU + 1
-// (one_shot_next(box.view()) in one_shot_exchange.cuh).
+// kernel of one warp (32 threads) on `stream`, given box.view() as `v`. Each kernel works on
+// exchange s = one_shot_next(v) (one_shot_exchange.cuh: the exchanges done on this GPU + 1, read
+// in the kernel); s == 0 means an earlier wait gave up: then the kernel does nothing.
 //
 // publish: this rank's three sums (`sums`, 3 floats on this GPU) into its own slot, index
 // v.rank, of set s & 1 of every PEER's mailbox (v.mailboxes[peer]): word k = word_of(sums[k], s),
