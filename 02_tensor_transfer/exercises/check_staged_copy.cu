@@ -18,10 +18,10 @@
 #include "device_buffer.h"
 #include "exercise.h"
 #include "format.h"
-#include "globaltimer.cuh"
 #include "host_memory.h"
 #include "program.h"
 #include "stream.h"
+#include "wait_then_poison.cuh"
 
 #include <cstring>
 #include <vector>
@@ -31,17 +31,6 @@ namespace {
 
 constexpr std::size_t kChunk = std::size_t{1} << 20;
 constexpr std::size_t kLargest = std::size_t{64} << 20;
-constexpr unsigned char kPoison = 0xC3;
-
-// Waits `ns` of GPU time, then writes the poison over dst: work the copy must come after.
-__global__ void wait_then_poison(unsigned char* dst, std::size_t bytes, unsigned long long ns) {
-  if (threadIdx.x == 0) {
-    const unsigned long long start = global_timer_ns();
-    while (global_timer_ns() - start < ns) __nanosleep(1000);
-  }
-  __syncthreads();
-  for (std::size_t i = threadIdx.x; i < bytes; i += blockDim.x) dst[i] = kPoison;
-}
 
 struct Staging {
   PinnedBuffer<std::byte> a{kChunk}, b{kChunk};

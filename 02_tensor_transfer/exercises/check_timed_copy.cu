@@ -16,9 +16,9 @@
 #include "event_timer.h"
 #include "exercise.h"
 #include "format.h"
-#include "globaltimer.cuh"
 #include "program.h"
 #include "stream.h"
+#include "wait_then_poison.cuh"
 
 #include <cstring>
 #include <vector>
@@ -27,17 +27,6 @@ namespace workbook::transfer::exercise {
 namespace {
 
 constexpr unsigned char kSource = 0x5A;
-constexpr unsigned char kPoison = 0xC3;
-
-// Waits `ns` of GPU time, then writes the poison over dst: work the copy must come after.
-__global__ void wait_then_poison(unsigned char* dst, std::size_t bytes, unsigned long long ns) {
-  if (threadIdx.x == 0) {
-    const unsigned long long start = global_timer_ns();
-    while (global_timer_ns() - start < ns) __nanosleep(1000);
-  }
-  __syncthreads();
-  for (std::size_t i = threadIdx.x; i < bytes; i += blockDim.x) dst[i] = kPoison;
-}
 
 std::string size_text(std::size_t bytes) { return format("%zu bytes", bytes); }
 
