@@ -409,10 +409,7 @@ int run(int argc, char** argv) {
   j["device"] = cpu ? "CPU" : gpu_name(o.run.device.index);
   j["torch_device"] = o.run.device.name();
   j["quick"] = o.run.common.quick;
-  j["points"] = config.points;
-  j["train_points"] = split.train;
-  j["epochs"] = config.epochs;
-  j["lr"] = config.lr;
+  j.update(settings_json(config));
   if (!o.batch_sizes.empty()) {
     j["shuffle"] = o.run.shuffle;
     j["fill_threads"] = o.run.fill_threads;

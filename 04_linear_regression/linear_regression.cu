@@ -439,14 +439,7 @@ void describe_run(Report& report, const Options& o, const std::string& device_na
   j["torch_device"] = o.run.device.name();  // as the --device flag and torch.device name it
   j["implementation"] = o.run.device.cpu ? "cpu" : "cuda";
   j["quick"] = o.run.common.quick;
-  j["points"] = c.points;
-  j["train_points"] = split.train;
-  j["test_points"] = split.test;
-  j["epochs"] = c.epochs;
-  j["lr"] = c.lr;
-  j["noise"] = c.noise;
-  j["seed"] = c.seed;
-  j["print_every"] = c.print_every;
+  j.update(settings_json(c));
   if (o.minibatch) {
     j["batch_size"] = o.plan.batch_size;
     j["shuffle"] = o.plan.shuffle;

@@ -1,6 +1,7 @@
 // minibatch.h: chapter 04's second story, mini-batch SGD with the training set in host memory
 // (what a DataLoader feeds a PyTorch loop). This part is the plan and its references, in plain
-// C++: the order of the batches, the float64 reference that follows it, and the float32 CPU twin.
+// C++: the order of the batches, the reference that follows it (float64 sums), and the float32
+// CPU twin.
 //
 //   const BatchPlan plan{65'536, true, 42};         // --batch-size, --shuffle, --seed
 //   validate(plan, split.train);                     // UsageError naming --batch-size
@@ -57,12 +58,14 @@ BatchSlice batch_slice(std::int64_t k, std::int64_t train_points, std::int64_t b
 std::vector<std::int64_t> batch_order(std::int64_t batches, const BatchPlan& plan, int epoch);
 
 
-// Mini-batch SGD from w = 0.83, b = 0.7645, every product, sum and parameter in double, on the
-// float32 data. losses[e] is the mean over epoch e's steps of each batch's loss before its step.
+// Mini-batch SGD from w = 0.83, b = 0.7645 on the float32 data, every product and sum in double,
+// w and b stored in float32 after each step (as a run stores them: with batches of a few points a
+// step is a few ulps of w, and a float64 w would keep what every float32 run must round away).
+// losses[e] is the mean over epoch e's steps of each batch's loss before its step.
 TrainingResult train_minibatch_reference(const Dataset& data, const Config& config, const BatchPlan& plan);
 
 // The check of a mini-batch run. Without noise, many small steps drive the loss down to the
-// float32 rounding floor (about 1e-13, where the float64 reference goes on to about 1e-14), so
+// float32 rounding floor (about 1e-13, where a float64 loss goes on to about 1e-14), so
 // relative errors of the losses and the test MSE mean nothing there: below an absolute 1e-9 (a
 // residual of about 3e-5) a loss is accepted. w and b keep 04's relative tolerance.
 inline constexpr Tolerance kMiniBatchLossTolerance{1e-9, kLossTolerance.rel};

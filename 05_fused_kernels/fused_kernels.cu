@@ -29,6 +29,7 @@
 #include "gpu_memory.h"
 #include "nvtx.h"
 #include "program.h"
+#include "regression_cli.h"
 #include "regression_data.h"
 #include "report.h"
 #include "table.h"
@@ -469,13 +470,7 @@ void describe_run(const Options& o, Report& report) {
   nlohmann::json& j = report.json();
   j["device"] = prop.name;
   j["quick"] = o.common.quick;
-  j["points"] = c.points;
-  j["train_points"] = split.train;
-  j["test_points"] = split.test;
-  j["epochs"] = c.epochs;
-  j["lr"] = c.lr;
-  j["noise"] = c.noise;
-  j["seed"] = c.seed;
+  j.update(regression::settings_json(c));
   j["repeats"] = o.ladder.repeats;
   j["copy_mib"] = o.ladder.copy_mib;
 }

@@ -14,4 +14,12 @@ void add_problem_options(CLI::App& app, Config& config) {
   app.add_option("--print-every", config.print_every, "show the loss every this many epochs")->type_name("K");
 }
 
+nlohmann::json settings_json(const Config& config) {
+  const Split split = split_of(config.points);
+  return {{"points", config.points}, {"train_points", split.train}, {"test_points", split.test},
+          {"epochs", config.epochs}, {"lr", config.lr},
+          {"noise", config.noise},   {"seed", config.seed},
+          {"print_every", config.print_every}};
+}
+
 }  // namespace workbook::regression

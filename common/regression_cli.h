@@ -4,14 +4,20 @@
 //   workbook::regression::add_problem_options(app, config);  // --points --epochs --lr --noise --seed --print-every
 //   if (auto code = workbook::parse_command_line(app, argc, argv)) return *code;
 //   workbook::regression::validate(config);
+//   report.json().update(workbook::regression::settings_json(config));  // the run's settings, same keys
 #pragma once
 
 #include "regression_problem.h"
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 namespace workbook::regression {
 
 void add_problem_options(CLI::App& app, Config& config);
+
+// The problem's settings under the keys every chapter's JSON uses (the plot and compare scripts
+// read them): points, train_points, test_points, epochs, lr, noise, seed, print_every.
+nlohmann::json settings_json(const Config& config);
 
 }  // namespace workbook::regression

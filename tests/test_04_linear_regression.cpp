@@ -22,6 +22,7 @@
 #include <vector>
 
 using Catch::Matchers::ContainsSubstring;
+using Catch::Matchers::EndsWith;
 using Catch::Matchers::StartsWith;
 using namespace workbook;
 using namespace workbook::regression;
@@ -442,13 +443,18 @@ TEST_CASE("mini-batch references: one batch is full-batch SGD; float32 twin with
   config.points = 200'003;
   config.epochs = 6;
   const Dataset d = make_dataset_cpu(config);
-  // A single batch in order is exactly the full-batch recurrence: the same operations in double.
+  // A single batch in order is the full-batch recurrence with w and b rounded to float32 after
+  // each step: the first loss (before any step) the same to the bit, the rest within 04's
+  // tolerances, and not the same to the bit (the rounding is there).
   const TrainingResult full = train_reference(d, config);
   const TrainingResult one = train_minibatch_reference(d, config, BatchPlan{d.split.train, false, 42});
-  CHECK(one.w == full.w);
-  CHECK(one.b == full.b);
-  CHECK(one.losses == full.losses);
-  // Many shuffled batches: the float32 twin follows the float64 reference step for step.
+  CHECK(one.losses.front() == full.losses.front());
+  const Check same_recurrence = check_against(one, full);
+  CAPTURE(same_recurrence.failure);
+  CHECK(same_recurrence.ok);
+  CHECK(one.w == static_cast<double>(static_cast<float>(one.w)));
+  CHECK(one.w != full.w);
+  // Many shuffled batches: the float32 twin follows the reference step for step.
   for (const bool shuffle : {false, true}) {
     CAPTURE(shuffle);
     const BatchPlan plan{4'096, shuffle, 42};
@@ -479,6 +485,18 @@ TEST_CASE("program on the CPU: a data set larger than the host's memory is one l
                    StartsWith("error: --points 100000000000 (the data set on the host) needs ") &&
                        ContainsSubstring(" of host memory, but only "),
                    Stdout::kEmpty);  // refused before the report starts
+  }
+}
+
+TEST_CASE("program, one- and two-point batches on the CPU: each step moves w by a few ulps, and it still passes") {
+  // The case that once failed: float32 w stops moving where a float64 w goes on (swamping); the
+  // reference stores w and b in float32 too, so only the run's arithmetic is judged.
+  for (const char* size : {"1", "2"}) {
+    CAPTURE(size);
+    const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--device", "cpu", "--quick", "--batch-size", size});
+    CAPTURE(r.out, r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, EndsWith("PASS\n"));
   }
 }
 
