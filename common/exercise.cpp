@@ -82,7 +82,8 @@ Finding run_tool(const std::string& sanitizer, const std::string& tool, int devi
 }  // namespace
 
 Checker::Checker(std::string chapter, std::string name)
-    : chapter_(std::move(chapter)), name_(std::move(name)), attempt_file_(attempt_file()) {}
+    : chapter_(std::move(chapter)), name_(std::move(name)), attempt_file_(attempt_file()),
+      attempt_shown_(attempt_in_workbook()) {}
 
 std::optional<int> Checker::parse(int argc, char** argv) {
   // Every kernel loaded when CUDA starts, not at its first launch: a checker runs kernels that wait
@@ -92,7 +93,7 @@ std::optional<int> Checker::parse(int argc, char** argv) {
   // And eight hardware queues (the default, which some clusters lower to 1): with one, every
   // stream's kernels run in one line, and two that wait for each other would wait for ever.
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8", 1);
-  CLI::App app{"Checks exercise " + chapter_ + " " + name_ + " (" + attempt_file_ +
+  CLI::App app{"Checks exercise " + chapter_ + " " + name_ + " (" + attempt_shown_ +
                "): right against the chapter's CPU twin or the order its calls must keep, at the cases that "
                "catch the usual mistakes (and, for an exercise with kernels of its own, clean under "
                "compute-sanitizer), then timed against the chapter's own code. One verdict line."};
@@ -106,7 +107,7 @@ std::optional<int> Checker::parse(int argc, char** argv) {
   if (auto code = parse_command_line(app, argc, argv)) return code;
   // An untouched skeleton is not a failure: ctest shows it as skipped, the reader as a to-do.
   if (read_file(attempt_file_).find(kTodoMarker) != std::string::npos) {
-    std::cout << "not attempted yet: " << attempt_file_ << " still holds its " << kTodoMarker
+    std::cout << "not attempted yet: " << attempt_shown_ << " still holds its " << kTodoMarker
               << " marker (write the exercise, delete the marker, then run scripts/check-exercise.sh " << chapter_
               << " " << name_ << ")\n";
     return kExitNoGpu;  // 77: ctest's skip

@@ -31,9 +31,11 @@
 
 namespace workbook::exercise {
 
-// The path of the attempt this checker was built from (each checker program gets a generated
-// definition: cmake/WorkbookExercise.cmake).
+// The attempt this checker was built from (each checker program gets generated definitions:
+// cmake/WorkbookExercise.cmake): its absolute path, read by the checker, and its path from the
+// workbook's root, the one the checker's lines show (as check-exercise.sh shows it).
 const char* attempt_file();
+const char* attempt_in_workbook();
 
 // The marker a skeleton holds until the reader has written the exercise.
 inline constexpr const char* kTodoMarker = "TODO(exercise)";
@@ -78,7 +80,7 @@ class Checker {
   int correct(const std::string& detail) const;
 
  private:
-  std::string chapter_, name_, attempt_file_;
+  std::string chapter_, name_, attempt_file_, attempt_shown_;
   int device_ = 0;
   bool sanitizer_pass_ = false;
   bool no_sanitizer_ = false;
