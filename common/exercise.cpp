@@ -108,7 +108,7 @@ std::optional<int> Checker::parse(int argc, char** argv) {
   // An untouched skeleton is not a failure: ctest shows it as skipped, the reader as a to-do.
   if (read_file(attempt_file_).find(kTodoMarker) != std::string::npos) {
     std::cout << "not attempted yet: " << attempt_shown_ << " still holds its " << kTodoMarker
-              << " marker (write the exercise, delete the marker, then run scripts/check-exercise.sh " << chapter_
+              << " line (write the exercise, delete that line, then run scripts/check-exercise.sh " << chapter_
               << " " << name_ << ")\n";
     return kExitNoGpu;  // 77: ctest's skip
   }

@@ -13,7 +13,7 @@
 // One verdict line ends every check, on stdout, and is also the exit code:
 //   correct; 1.70x slower than the chapter's kernel (41.2 us against 24.2 us on NVIDIA H200)   0
 //   wrong: <what went wrong>; hint: <the likely mistake>                                        1
-//   not attempted yet: <file> still holds its TODO(exercise) marker                            77
+//   not attempted yet: <file> still holds its TODO(exercise): line                             77
 // The checker re-runs itself under compute-sanitizer with --sanitizer-pass, which runs only the
 // small correctness sizes, so that racecheck and memcheck see the attempt's kernels.
 #pragma once
@@ -37,8 +37,10 @@ namespace workbook::exercise {
 const char* attempt_file();
 const char* attempt_in_workbook();
 
-// The marker a skeleton holds until the reader has written the exercise.
-inline constexpr const char* kTodoMarker = "TODO(exercise)";
+// The marker a skeleton holds until the reader has written the exercise: the start of the one
+// comment line to delete (with the colon, so that the header's "delete the TODO(exercise) line"
+// is not itself a marker; scripts/check-exercise.sh looks for the same text).
+inline constexpr const char* kTodoMarker = "TODO(exercise):";
 
 // What the sanitizer findings mean, in the words of this exercise.
 struct SanitizerHints {

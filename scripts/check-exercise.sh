@@ -20,7 +20,7 @@ list_exercises() {
     [[ -e $file && $(basename "$file") != check_* ]] || continue
     chapter=$(basename "$(dirname "$(dirname "$file")")")
     state="attempted"
-    grep -q 'TODO(exercise)' "$file" && state="not attempted yet"
+    grep -q 'TODO(exercise):' "$file" && state="not attempted yet"
     printf '%s %-12s %-18s %s\n' "${chapter:0:2}" "$(basename "$file" .cu)" "($state)" "${file#"$workbook_root"/}"
   done
 }
