@@ -59,10 +59,15 @@ def main(names, ops, png_path, title=DEFAULT_TITLE):
         if not mine:
             continue
         t0 = min(e["ts"] for e in mine)
-        for row, tid in enumerate(tids):
-            for e in (e for e in mine if e["tid"] == tid):
-                ax.broken_barh([((e["ts"] - t0) / 1000, e["dur"] / 1000)], (row - 0.4, 0.8),
-                               facecolors=COLOURS.get(e.get("cat"), "black"), edgecolor="white", linewidth=0.3)
+        # One bar collection per track and category, not one per operation: a trace of tens of
+        # thousands of operations draws in seconds.
+        bars = {}
+        for e in mine:
+            bars.setdefault((e["tid"], e.get("cat")), []).append(((e["ts"] - t0) / 1000, e["dur"] / 1000))
+        for (tid, cat), spans in bars.items():
+            row = tids.index(tid)
+            ax.broken_barh(spans, (row - 0.4, 0.8), facecolors=COLOURS.get(cat, "black"), edgecolor="white",
+                           linewidth=0.3)
         ax.set_yticks(range(len(tids)))
         ax.set_yticklabels([names[t].split(":", 1)[-1].strip() for t in tids])
         ax.invert_yaxis()

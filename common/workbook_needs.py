@@ -29,7 +29,11 @@ def load(name):
     package = name.split(".")[0]
     try:
         if package == "matplotlib":
-            importlib.import_module("matplotlib").use("Agg")  # before pyplot: plots go to files
+            matplotlib = importlib.import_module("matplotlib")
+            matplotlib.use("Agg")  # before pyplot: plots go to files
+            # Titles and labels come from the command line and from result files (a device name, a
+            # track name): text as written, never TeX, so a '$' cannot stop a plot.
+            matplotlib.rcParams["text.parse_math"] = False
         return importlib.import_module(name)
     except ImportError as e:  # ModuleNotFoundError included
         if isinstance(e, ModuleNotFoundError) and e.name == package:
