@@ -1,9 +1,6 @@
 #!/usr/bin/env bash
-# benchmark.sh: chapter 02's full measurement on a GPU machine (scripts/gpu-report.sh calls it).
-#
-#   02_tensor_transfer/benchmark.sh [BUILD_DIR [RESULTS_DIR]]
-#
-# Runs, one after the other (never at once: they would share the PCIe link), the lesson
+# benchmark.sh [BUILD_DIR [RESULTS_DIR]]: chapter 02's full measurement on a GPU machine
+# (scripts/gpu-report.sh calls it). Runs, one after the other (never at once: they would share the PCIe link), the lesson
 # (tensor_transfer: a 256 MiB random tensor, copies of 64 MiB, non_blocking), the bench
 # (tensor_transfer_bench: copies of 4 KiB .. 1 GiB, the cost of pinning) and pytorch_transfer.py,
 # then draws transfer_bandwidth.png from the bench's and PyTorch's JSON. Text output, JSON and the

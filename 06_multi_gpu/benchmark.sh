@@ -21,9 +21,21 @@
 # GPUs counted are those this process may use: CUDA_VISIBLE_DEVICES when set, else nvidia-smi's.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+all_steps=topology,allreduce,dp,ddp,mpi,exchange,scaling,fault,network,nccl_tests,plot
+# Called by benchmark_start.sh before it looks for a GPU: a misspelt step is a usage error, not a
+# run that measures nothing.
+benchmark_check_args() {
+  local step
+  for step in $(tr ',' ' ' <<<"${3:-${STEPS:-$all_steps}}"); do
+    if [[ ,$all_steps, != *",$step,"* ]]; then
+      echo "06_multi_gpu/benchmark.sh: no step '$step' (the steps: $all_steps)" >&2
+      return 1
+    fi
+  done
+}
 # shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
 source "$here/../common/benchmark_start.sh" 06_multi_gpu multi_gpu "$@"
-steps=",${3:-${STEPS:-topology,allreduce,dp,ddp,mpi,exchange,scaling,fault,network,nccl_tests,plot}},"
+steps=",${3:-${STEPS:-$all_steps}},"
 program=$build/multi_gpu        # the lesson: dp, and each ddp rank
 bench=$build/multi_gpu_bench    # topology, allreduce, the ddp launcher, scaling, the fault
 mkdir -p "$results"

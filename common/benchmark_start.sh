@@ -3,11 +3,37 @@
 #
 #   source "$here/../common/benchmark_start.sh" CHAPTER PROGRAM [BUILD_DIR [RESULTS_DIR]]
 #
-# Sets `build` (BUILD_DIR, default build/CHAPTER under the repository root) and `results`
-# (RESULTS_DIR, default CHAPTER/results, so that no two chapters write into one folder), and stops
-# the script with one line on stderr when it cannot measure: exit 2 when BUILD_DIR lacks PROGRAM or
-# workbook_needs_gpu (built beside the chapters, in BUILD_DIR/../common), 77 when there is no usable
-# GPU, with workbook_needs_gpu's reason (as every program of the workbook does).
+# First the arguments, before anything is looked for: `-h`/`--help` prints the script's header
+# comment (exit 0); an option, an empty argument or more arguments than the header's synopsis
+# ("# benchmark.sh [BUILD_DIR [RESULTS_DIR]]: ...", its second line) names is one line, exit 2; so
+# is whatever the script's own `benchmark_check_args` function, if it defines one before sourcing
+# this file, refuses (it gets the script's arguments). Then sets `build` (BUILD_DIR, default
+# build/CHAPTER under the repository root) and `results` (RESULTS_DIR, default CHAPTER/results, so
+# that no two chapters write into one folder), and stops the script with one line on stderr when it
+# cannot measure: exit 2 when BUILD_DIR lacks PROGRAM or workbook_needs_gpu (built beside the
+# chapters, in BUILD_DIR/../common), 77 when there is no usable GPU, with workbook_needs_gpu's
+# reason (as every program of the workbook does).
+benchmark_synopsis=$(sed -n '2s/^# benchmark.sh \([^:]*\):.*/\1/p' "$0")
+benchmark_usage="usage: $1/benchmark.sh $benchmark_synopsis"
+if [[ ${3:-} == -h || ${3:-} == --help ]]; then
+  sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'
+  exit 0
+fi
+benchmark_most=$(tr -cd '[' <<<"$benchmark_synopsis" | wc -c)
+if (($# - 2 > benchmark_most)); then
+  echo "$1/benchmark.sh: $(($# - 2)) arguments, at most $benchmark_most ($benchmark_usage)" >&2
+  exit 2
+fi
+for benchmark_arg in "${@:3}"; do
+  if [[ -z $benchmark_arg || $benchmark_arg == -* ]]; then
+    echo "$1/benchmark.sh: unknown option or empty argument '$benchmark_arg' ($benchmark_usage)" >&2
+    exit 2
+  fi
+done
+if declare -F benchmark_check_args >/dev/null; then
+  benchmark_check_args "${@:3}" || exit 2
+fi
+unset benchmark_synopsis benchmark_usage benchmark_most benchmark_arg
 # shellcheck disable=SC2034  # build and results are for the benchmark.sh that sources this file
 build=${3:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/$1}
 results=${4:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/$1/results}
