@@ -11,6 +11,13 @@
 # chapter's text output, JSON, CSV and plots, and summary.txt, the short table printed last.
 # This is how the numbers in the chapter READMEs are made.
 set -uo pipefail
+case ${1:-} in
+  -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
+if (($# > 2)) || [[ ${1:-x} == -* || -z ${1-x} ]]; then
+  echo "usage: scripts/gpu-report.sh [RESULTS_DIR] [REGEX]" >&2
+  exit 2
+fi
 source "$(dirname "$0")/env.sh"
 cd "$workbook_root"
 # Before anything is built or written: without a GPU there is nothing to report.

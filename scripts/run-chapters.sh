@@ -5,7 +5,14 @@
 #
 #   scripts/run-chapters.sh              # full runs
 #   scripts/run-chapters.sh --quick      # extra arguments go to every program
+# A program that refuses the arguments (exit 2, its one-line reason) stops the run with exit 2.
 set -euo pipefail
+case ${1:-} in
+  -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
+# A --device of the reader's own is kept: the CPU fallback below would add a second one.
+device_given=0
+for arg in "$@"; do [[ $arg == --device || $arg == --device=* ]] && device_given=1; done
 source "$(dirname "$0")/env.sh"
 cd "$workbook_root"
 "$workbook_root/scripts/install-deps.sh"
@@ -27,8 +34,9 @@ for dir in [0-9][0-9]_*/; do
   seconds=$(awk -v from="$started" -v to="$EPOCHREALTIME" 'BEGIN { printf "%.1f", to - from }')
   case $status in
     0) echo "($chapter: passed in $seconds s)" ;;
+    2) echo "run-chapters.sh: $chapter refused the arguments '$*' (its reason above); stopping" >&2; exit 2 ;;
     77)
-      if "$workbook_build_dir/$chapter/$program" --help 2>/dev/null | grep -q 'cpu, N'; then
+      if ((!device_given)) && "$workbook_build_dir/$chapter/$program" --help 2>/dev/null | grep -q 'cpu, N'; then
         echo "($chapter: no usable GPU; running it on the CPU instead: $program --device cpu)"
         set +e
         "$workbook_build_dir/$chapter/$program" "$@" --device cpu

@@ -6,8 +6,18 @@
 #
 # The reason is what the test printed: a Catch2 SKIP message, or a program's one-line reason.
 set -euo pipefail
+case ${1:-} in
+  -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
+if [[ $# -ne 1 || -z $1 || $1 == -* ]]; then
+  echo "usage: scripts/skip-reasons.sh JUNIT_XML (ctest's --output-junit file)" >&2
+  exit 2
+fi
 junit=$1
-[[ -f $junit ]] || exit 0
+if [[ ! -f $junit ]]; then
+  echo "error: $junit: no such file (run ctest with --output-junit $junit first)" >&2
+  exit 2
+fi
 awk '
   function unescape(s) {
     gsub(/&lt;/, "<", s); gsub(/&gt;/, ">", s); gsub(/&quot;/, "\"", s); gsub(/&apos;/, "\047", s)
