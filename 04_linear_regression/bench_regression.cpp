@@ -307,10 +307,10 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   if (!o.sync_every.empty() && (sweep || cpu)) {
     throw UsageError("--sync-every times the GPU loop alone: not with --batch-sizes or --device cpu");
   }
-  if (sweep) o.batch_sizes = parse_size_list("--batch-sizes", batch_sizes, 1, config.points);
+  if (sweep) o.batch_sizes = parse_size_list("--batch-sizes", batch_sizes, 1, split_of(config.points).train);
   if (sweep && cpu) throw UsageError("--batch-sizes sweeps the GPU pipelines: not with --device cpu");
   for (const std::int64_t size : o.batch_sizes) {
-    validate(BatchPlan{size, o.run.shuffle, config.seed}, split_of(config.points).train, config.epochs);
+    validate(BatchPlan{size, o.run.shuffle, config.seed}, split_of(config.points).train, config.epochs, "--batch-sizes");
   }
   if (app.count("--trace")) {
     require_output_file("--trace", o.trace_path);

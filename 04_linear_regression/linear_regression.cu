@@ -370,6 +370,13 @@ void check_run_options(const CLI::App& app, RunOptions& o, const std::string& ba
   if (app.count(batch_flag) == 0 && (o.shuffle || app.count("--fill-threads") > 0)) {
     throw UsageError("--shuffle and --fill-threads need " + batch_flag);
   }
+  // Flags that would change nothing are refused, not ignored.
+  if (o.device.cpu && app.count("--fill-threads") > 0) {
+    throw UsageError("--fill-threads fills the GPU pipelines' pinned ring: it does nothing with --device cpu");
+  }
+  if (app.count(batch_flag) > 0 && app.count("--print-every") > 0) {
+    throw UsageError("--print-every shows the full-batch loop's losses: a run with " + batch_flag + " prints none");
+  }
 }
 
 }  // namespace workbook::linear_regression

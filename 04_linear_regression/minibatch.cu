@@ -31,14 +31,14 @@ namespace workbook::linear_regression {
 
 // ---------------------------------------------------------------------------------------------
 // The plan: which points each step trains on, and in which order.
-void validate(const BatchPlan& plan, std::int64_t train_points, int epochs) {
+void validate(const BatchPlan& plan, std::int64_t train_points, int epochs, const std::string& flag) {
   if (plan.batch_size < 1 || plan.batch_size > train_points) {
-    throw UsageError("--batch-size must be 1 to the " + std::to_string(train_points) +
-                     " training points, got " + std::to_string(plan.batch_size));
+    throw UsageError(flag + " must be 1 to the " + std::to_string(train_points) + " training points, got " +
+                     std::to_string(plan.batch_size));
   }
   const std::int64_t steps = batch_count(train_points, plan.batch_size) * epochs;
   if (steps > kMaxSteps) {  // a loss per step is kept, and each step's launch costs microseconds
-    throw UsageError("--batch-size " + std::to_string(plan.batch_size) + " makes " + std::to_string(steps) +
+    throw UsageError(flag + " " + std::to_string(plan.batch_size) + " makes " + std::to_string(steps) +
                      " steps (batches x --epochs); at most " + std::to_string(kMaxSteps));
   }
 }

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace workbook {
@@ -37,10 +38,10 @@ struct BatchPlan {
   std::uint64_t seed = 42;           // of that order
 };
 
-// Throws UsageError: a batch size below 1, above the training points, or making more than
-// kMaxSteps steps in all.
+// Throws UsageError naming `flag`: a batch size below 1, above the training points, or making more
+// than kMaxSteps steps in all.
 inline constexpr std::int64_t kMaxSteps = 10'000'000;
-void validate(const BatchPlan& plan, std::int64_t train_points, int epochs);
+void validate(const BatchPlan& plan, std::int64_t train_points, int epochs, const std::string& flag = "--batch-size");
 
 // Batches of one epoch: the last one holds what is left (train_points % batch_size, if not 0).
 std::int64_t batch_count(std::int64_t train_points, std::int64_t batch_size);

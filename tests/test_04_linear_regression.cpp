@@ -515,7 +515,8 @@ TEST_CASE("program, mini-batches on the CPU: checked against the batch-order ref
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--batch-size", "0"}, {"--batch-size", "16009"}, {"--shuffle"}, {"--fill-threads", "2"},
         {"--batch-size", "1", "--epochs", "1000"}, {"--batch-size", "64", "--fill-threads", "0"},
-        {"--batch-size", "64", "--fill-threads", "100000"}, {"--epochs", "2147483647"}}) {
+        {"--batch-size", "64", "--fill-threads", "100000"}, {"--epochs", "2147483647"},
+        {"--batch-size", "64", "--fill-threads", "2"}, {"--batch-size", "64", "--print-every", "5"}}) {
     check_one_line(with_args({WORKBOOK_PROGRAM, "--device", "cpu", "--quick"}, args), 2);
   }
 }
@@ -601,7 +602,7 @@ TEST_CASE("pytorch_minibatch.py: the DataLoader and pinned-slice runs match the 
 TEST_CASE("bench --batch-sizes, --sync-every and --trace: refused on the CPU, together, or with a value that does not fit") {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--device", "cpu", "--batch-sizes", "4K"}, {"--shuffle"}, {"--batch-sizes", "4K,,8K"},
-        {"--batch-sizes", "0"}, {"--batch-sizes", "20012"}, {"--batch-sizes", "4K", "--fill-threads", "0"},
+        {"--batch-sizes", "0"}, {"--batch-sizes", "20012"}, {"--batch-sizes", "16009"}, {"--batch-sizes", "4K", "--fill-threads", "0"},
         {"--batch-sizes", "4K", "--fill-threads", "100000"},
         {"--sync-every", "0"}, {"--sync-every", "61"}, {"--sync-every", "1", "--device", "cpu"},
         {"--sync-every", "1", "--batch-sizes", "4K"}, {"--trace", "t.json"}, {"--batch-sizes", "4K,8K", "--trace", "t.json"},
@@ -610,6 +611,11 @@ TEST_CASE("bench --batch-sizes, --sync-every and --trace: refused on the CPU, to
         {"--json", "."}}) {
     check_one_line(with_args({WORKBOOK_BENCH_PROGRAM, "--quick"}, args), 2);
   }
+  // The line names the flag given, and the bound is the training points (16,008 of --quick's 20,011).
+  check_one_line({WORKBOOK_BENCH_PROGRAM, "--quick", "--batch-sizes", "20000"}, 2,
+                 StartsWith("error: --batch-sizes") && ContainsSubstring("16008"));
+  check_one_line({WORKBOOK_PROGRAM, "--device", "cpu", "--quick", "--batch-size", "64", "--fill-threads", "2"}, 2,
+                 StartsWith("error: --fill-threads fills the GPU pipelines' pinned ring"));
 }
 
 TEST_CASE("bench --batch-sizes on the GPU: every pipeline at every size, checked", "[gpu]") {
