@@ -287,7 +287,7 @@ def parse_args():
     args.noise = 0.0  # as linear_regression's mini-batch runs: y = 0.7 X + 0.3 exactly
     if args.points < 2:
         p.fail(f"--points must be at least 2 (one to train, one to test), got {args.points}")
-    p.require_at_least("--epochs", args.epochs, 1)
+    p.require_epochs(args.epochs)
     p.require_positive("--lr", args.lr)
     p.require_at_least("--seed", args.seed, 0)
     p.require_at_least("--num-workers", args.num_workers, 1)

@@ -56,7 +56,7 @@ def main():
         args.points, args.epochs = 20_011, 60
     if args.points < 2:
         p.fail(f"--points must be at least 2 (one to train, one to test), got {args.points}")
-    p.require_at_least("--epochs", args.epochs, 1)
+    p.require_epochs(args.epochs)
     p.require_positive("--lr", args.lr)
     if not (math.isfinite(args.noise) and args.noise >= 0):
         p.fail(f"--noise must be a finite number of at least 0, got {args.noise}")

@@ -154,7 +154,7 @@ def main():
     if args.quick:
         args.sizes, args.epochs, args.repeats, args.breakdown_points = [20011], 20, 1, 0
     sizes, modes = args.sizes, args.modes
-    p.require_at_least("--epochs", args.epochs, 1)
+    p.require_epochs(args.epochs)
     p.require_positive("--lr", args.lr)
     p.require_at_least("--repeats", args.repeats, 1)
     if args.breakdown_points == 1:

@@ -91,7 +91,7 @@ def main():
     if args.quick:
         args.points, args.epochs, args.repeats = 200_000, 40, 2
     p.require_at_least("--points", args.points, 2)
-    p.require_at_least("--epochs", args.epochs, 1)
+    p.require_epochs(args.epochs)
     p.require_at_least("--repeats", args.repeats, 1)
     if args.gpus is not None:
         p.require_at_least("--gpus", args.gpus, 1)

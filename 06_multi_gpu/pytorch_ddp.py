@@ -311,7 +311,7 @@ def main():
     if args.nproc is not None:  # left out: one rank per GPU
         p.require_at_least("--nproc", args.nproc, 1)
     p.require_at_least("--points", args.points, 2)
-    p.require_at_least("--epochs", args.epochs, 1)
+    p.require_epochs(args.epochs)
     if args.lr is not None:
         p.require_positive("--lr", args.lr)
     p.require_at_least("--repeats", args.repeats, 1)

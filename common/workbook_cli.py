@@ -41,6 +41,7 @@ import math
 import os
 import sys
 
+MAX_EPOCHS = 1_000_000  # regression_problem.h's kMaxEpochs
 _SCALE = {"k": 1_000, "m": 1_000_000, "g": 1_000_000_000}
 _INT64_MAX = (1 << 63) - 1
 _SIZE_HINT = "use digits with an optional K, M or G: 5000, 50K, 5M"
@@ -276,6 +277,12 @@ class Parser(FileChecks, argparse.ArgumentParser):
 
     def require_positive(self, flag, value):
         self.check(require_positive, flag, value)
+
+    def require_epochs(self, epochs):
+        """--epochs within the C++ programs' bounds (regression_problem.h's kMaxEpochs): a typo such as
+        2147483648 is refused now, not run for days."""
+        self.require_at_least("--epochs", epochs, 1)
+        self.require_at_most("--epochs", epochs, MAX_EPOCHS)
 
 
 # ------------------------------------------------------------------------------ checks
