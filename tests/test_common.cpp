@@ -830,8 +830,23 @@ TEST_CASE("regression check: tolerances, every epoch's loss, divergence only whe
   got.losses[2] = 0.25 * (1 + 2e-4);
   const Check late = check_against(got, want);
   CHECK_FALSE(late.ok);
-  CHECK_THAT(late.failure, StartsWith("losses differ from the float64 reference: 1 of 3"));
+  CHECK(late.failure == "losses differ from the float64 reference at 1 of 3 epochs, first at epoch 2: got 0.25005, "
+                        "want 0.25");
   CHECK(late.losses == Catch::Approx(2e-4));
+  // The reference's loss_rounding widens each epoch's tolerance by what float32 residuals allow.
+  want.loss_rounding = {0.0, 0.0, 1e-4};
+  CHECK(check_against(got, want).ok);
+  want.loss_rounding = {0.0, 0.0, 1e-5};
+  CHECK_FALSE(check_against(got, want).ok);
+  want.loss_rounding.clear();
+  got = want;
+  got.test_mse = 1e-3 * (1 + 2e-4);
+  CHECK(check_against(got, want).failure == "test MSE differs from the float64 reference");
+  want.test_mse_rounding = 1e-6;
+  CHECK(check_against(got, want).ok);
+  got = want;
+  got.losses.pop_back();
+  CHECK(check_against(got, want).failure == "2 losses, the float64 reference has 3");
   got = want;
   got.diverged_at = 2;
   CHECK_THAT(check_against(got, want).failure, StartsWith("diverged at epoch 2, the float64 reference at epoch -"));
