@@ -49,8 +49,8 @@ def batch_slices(n, batch_size):
 
 
 def reference(x, y, x_test, y_test, args, slices):
-    """Mini-batch SGD on the float32 data as train_minibatch_reference: sums in float64, w and b
-    stored in float32 after each step (a float64 w keeps fractions of an ulp no float32 run has)."""
+    """Mini-batch SGD on the float32 data as train_minibatch_reference: sums and steps in float64,
+    each step applied to w and b in float32 (a float64 w keeps fractions of an ulp no float32 run has)."""
     x, y = x.numpy().astype(np.float64).ravel(), y.numpy().astype(np.float64).ravel()
     w, b, losses = float(np.float32(0.83)), float(np.float32(0.7645)), []
     for epoch in range(args.epochs):
@@ -58,8 +58,9 @@ def reference(x, y, x_test, y_test, args, slices):
         for k in batch_order(len(slices), args.shuffle, args.seed, epoch):
             r = w * x[slices[k]] + b - y[slices[k]]
             total += float(np.dot(r, r)) / r.size
-            w, b = (float(np.float32(w - args.lr * 2.0 * float(np.dot(r, x[slices[k]])) / r.size)),
-                    float(np.float32(b - args.lr * 2.0 * float(r.sum()) / r.size)))
+            # The step in float64, applied in float32 as a run applies it.
+            w = float(np.float32(w) - np.float32(args.lr * 2.0 * float(np.dot(r, x[slices[k]])) / r.size))
+            b = float(np.float32(b) - np.float32(args.lr * 2.0 * float(r.sum()) / r.size))
         losses.append(total / len(slices))
     r = w * x_test.numpy().astype(np.float64).ravel() + b - y_test.numpy().astype(np.float64).ravel()
     return {"w": w, "b": b, "losses": losses, "test_mse": float(np.dot(r, r)) / r.size}
