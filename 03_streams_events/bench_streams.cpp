@@ -149,7 +149,7 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   finish_workload_options(app, o.common.quick, o.workload);
   require_at_least("--trace-streams", o.trace_streams, 1);
   require_at_most("--trace-streams", o.trace_streams, 64);
-  if (app.count("--trace")) require_output_file("--trace", o.trace_path);
+  if (app.count("--trace")) require_output_file("--trace", o.trace_path, ".json");
   return std::nullopt;
 }
 

@@ -313,7 +313,7 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
     validate(BatchPlan{size, o.run.shuffle, config.seed}, split_of(config.points).train, config.epochs, "--batch-sizes");
   }
   if (app.count("--trace")) {
-    require_output_file("--trace", o.trace_path);
+    require_output_file("--trace", o.trace_path, ".json");
     if (o.batch_sizes.size() != 1) {
       throw UsageError(o.batch_sizes.empty() ? "--trace draws part 2's pipelines: it needs --batch-sizes with one size"
                                              : "--trace draws one batch size, --batch-sizes gives " +

@@ -24,11 +24,11 @@
 #include "table.h"
 
 #include <algorithm>
-#include <fstream>
 #include <future>
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -242,9 +242,9 @@ void sweep(const Config& base, const std::vector<std::int64_t>& sizes, const std
   for (const SweepRow& r : rows) j["sweep"].push_back(to_json(r));
   j["skipped"] = skipped;
   if (!csv.empty()) {
-    std::ofstream file(csv);
-    write_csv(file, rows);
-    if (!file) throw std::runtime_error("cannot write " + csv);
+    std::ostringstream text;
+    write_csv(text, rows);
+    write_output_file("--csv", csv, text.str());
     out << "wrote " + csv + "\n";
   }
 }
@@ -307,9 +307,9 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
             : o.common.quick    ? std::vector<std::int64_t>{2, 1025, 20'011}
                                 : default_sweep_sizes();
   if (app.count("--sizes") && sizes_text.empty()) parse_sizes(sizes_text);  // an empty list is refused
-  if (app.count("--csv")) require_output_file("--csv", o.csv);
+  if (app.count("--csv")) require_output_file("--csv", o.csv, ".csv");
   if (trace) {
-    require_output_file("--trace", o.trace_path);
+    require_output_file("--trace", o.trace_path, ".json");
     trace_layout(o.ladder.variants);  // refuse a selection with nothing to trace before touching the GPU
   }
   (void)pretended_compute_capability();  // a malformed test override is refused before any CUDA call

@@ -21,33 +21,13 @@ void add_common_options(CLI::App& app, CommonOptions& options, DeviceFlag device
          "--json",
          [&options](const std::string& path) {
            // Refused now, not after the whole run has printed.
-           if (!path.empty() && path != "-") require_output_file("--json", path);
+           if (!path.empty() && path != "-") require_output_file("--json", path, ".json");
            options.json = path.empty() ? "-" : path;
          },
          "also write the results as one JSON object to FILE (stdout when FILE is - or omitted)")
       ->expected(0, 1)
       ->type_name("[FILE]");
   app.add_flag("--quick", options.quick, "small sizes and few repeats (what the tests run)");
-}
-
-void require_output_file(const std::string& flag, const std::string& path) {
-  if (path.empty()) throw UsageError(flag + " needs a file name");
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) {
-    throw UsageError(flag + " " + path + ": is a folder; name the file to write (e.g. " +
-                     (std::filesystem::path(path) / "out.json").string() + ")");
-  }
-  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
-  if (!folder.empty() && !std::filesystem::is_directory(folder, error)) {
-    throw UsageError(flag + " " + path + ": the folder '" + folder.string() + "' does not exist");
-  }
-}
-
-void require_input_file(const std::string& flag, const std::string& path) {
-  std::error_code error;
-  if (!std::filesystem::exists(path, error)) throw UsageError(flag + " " + path + ": no such file");
-  if (std::filesystem::is_directory(path, error)) throw UsageError(flag + " " + path + ": is a folder, not a file");
-  if (!std::ifstream(path)) throw UsageError(flag + " " + path + ": cannot be read");
 }
 
 namespace {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include "exit_codes.h"
+#include "output_file.h"
 
 #include <CLI/CLI.hpp>
 
@@ -66,13 +67,6 @@ void require_at_most(const char* flag, T value, std::common_type_t<T> maximum) {
 // Finite and greater than zero (a learning rate, a time).
 void require_positive(const char* flag, double value);
 
-// An output file a flag names (--json, --trace, --csv), checked before any work: a name is given,
-// it is not a folder, and its folder exists. UsageError otherwise, e.g. "--trace build: is a
-// folder; name the file to write (e.g. build/trace.json)".
-void require_output_file(const std::string& flag, const std::string& path);
-// An input file a flag names, checked before any work: it exists, is a file and can be opened.
-// UsageError otherwise, e.g. "--one-gpu-sweep sweep.json: no such file".
-void require_input_file(const std::string& flag, const std::string& path);
 
 // The parts of a comma list flag ("1,2,4"), empty ones kept ("1,,2" and "1," have an empty part),
 // so that the caller can refuse them with the flag's name.

@@ -2,10 +2,8 @@
 #include "report.h"
 
 #include "exit_codes.h"
+#include "output_file.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <iostream>
 #include <stdexcept>
 
@@ -32,14 +30,7 @@ int Report::finish() {
     if (*json_path_ == "-") {
       std::cout << text << std::flush;
     } else {
-      // C stdio, because it sets errno on failure and iostreams do not promise to.
-      std::FILE* file = std::fopen(json_path_->c_str(), "w");
-      const bool written = file != nullptr && std::fwrite(text.data(), 1, text.size(), file) == text.size();
-      const int error = errno;
-      const bool closed = file != nullptr && std::fclose(file) == 0;
-      if (!written || !closed) {
-        throw std::runtime_error("cannot write --json file '" + *json_path_ + "': " + std::strerror(error));
-      }
+      write_output_file("--json", *json_path_, text);
     }
   }
   if (passed()) {

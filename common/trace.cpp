@@ -2,10 +2,9 @@
 // timeline of streams needs), and the shares of a trace's time that copies and compute were busy.
 #include "trace.h"
 
+#include "output_file.h"
+
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <stdexcept>
 
@@ -117,10 +116,7 @@ nlohmann::json chrome_trace(const std::vector<TraceOp>& ops, const std::vector<s
 void write_chrome_trace(const std::string& path, const std::vector<TraceOp>& ops,
                         const std::vector<std::string>& track_names) {
   const std::string text = chrome_trace(ops, track_names).dump(1) + "\n";
-  std::ofstream file(path);
-  file << text;
-  file.close();
-  if (!file) throw std::runtime_error("cannot write --trace file '" + path + "': " + std::strerror(errno));
+  write_output_file("--trace", path, text);
 }
 
 }  // namespace workbook

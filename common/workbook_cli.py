@@ -217,6 +217,30 @@ class FileChecks:
                 self.fail(f"{os.path.join(path, name)}: is a folder, where this script writes a file")
 
 
+def output_file_problem(path, extension):
+    """Why an output file a flag names cannot be written, or None: as the C++ programs'
+    require_output_file, a name ending in `extension` (a slip such as `--json README.md` cannot
+    overwrite a source), not a folder, in a folder that exists, and writable (tried without
+    truncating a file that is there; a file the try created is removed again)."""
+    if os.path.isdir(path):
+        return f"is a folder; name the file to write (e.g. {os.path.join(path, 'out' + extension)})"
+    if os.path.splitext(path)[1] != extension:
+        return f"name a {extension} file (it is overwritten)"
+    folder = os.path.dirname(path)
+    if folder and not os.path.isdir(folder):
+        return f"the folder '{folder}' does not exist"
+    existed = os.path.exists(path)
+    try:
+        with open(path, "a"):
+            pass
+    except OSError:
+        return "cannot be written"
+    finally:
+        if not existed and os.path.exists(path):
+            os.remove(path)
+    return None
+
+
 class Parser(FileChecks, argparse.ArgumentParser):
     """argparse, with every usage error as one line on stderr and exit code 2 (--help still exits 0)."""
 
@@ -246,18 +270,14 @@ class Parser(FileChecks, argparse.ArgumentParser):
             self.fail(str(e))
         # Every script's output files (--json, --csv, --profile), checked before any work and before
         # torch is looked for (the same rule and words as the C++ programs' require_output_file).
-        for name in ("json", "csv", "profile"):
+        for name, extension in (("json", ".json"), ("csv", ".csv"), ("profile", ".json")):
             if f"--{name}" not in self._option_string_actions:  # a positional OUT.csv has its own check
                 continue
             path = getattr(parsed, name, None)
             if isinstance(path, str) and path not in ("", "-"):
-                folder = os.path.dirname(path)
-                if os.path.isdir(path):
-                    self.fail(f"--{name} {path}: is a folder; name the file to write (e.g. {os.path.join(path, 'out')})")
-                if folder and not os.path.isdir(folder):
-                    self.fail(f"--{name} {path}: the folder '{folder}' does not exist")
-                if name == "csv" and not path.lower().endswith(".csv"):
-                    self.fail(f"--csv {path}: name a .csv file (the rows are comma-separated values)")
+                problem = output_file_problem(path, extension)
+                if problem:
+                    self.fail(f"--{name} {path}: {problem}")
         return parsed, rest
 
     # Range checks after parsing (a --quick default, or a check that needs two flags): each ends the

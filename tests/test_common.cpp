@@ -11,6 +11,7 @@
 #include "gpu_memory.h"
 #include "gpu_probe.h"
 #include "gpu_support.h"
+#include "output_file.h"
 #include "program.h"
 #include "report.h"
 #include "regression_problem.h"
@@ -28,6 +29,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -255,6 +258,14 @@ TEST_CASE("common flags parse, and bad ones map to exit code 2") {
   SECTION("--json naming a folder exits 2 before the run") {
     CHECK(parse(app, {"--json", "."}) == kExitUsage);
     CHECK_THAT(captured.err.str(), ContainsSubstring("--json .: is a folder; name the file to write (e.g. ./out.json)"));
+  }
+  SECTION("--json naming anything but a .json file exits 2 before the run (a slip cannot overwrite a source)") {
+    CHECK(parse(app, {"--json", "README.md"}) == kExitUsage);
+    CHECK_THAT(captured.err.str(), ContainsSubstring("--json README.md: name a .json file (it is overwritten)"));
+  }
+  SECTION("--json where nothing can be created exits 2 before the run") {
+    CHECK(parse(app, {"--json", "/proc/self/out.json"}) == kExitUsage);
+    CHECK_THAT(captured.err.str(), ContainsSubstring("--json /proc/self/out.json: cannot be written"));
   }
   SECTION("--help exits 0") { CHECK(parse(app, {"--help"}) == kExitOk); }
   SECTION("a flag given a value exits 2, in a subcommand too (CLI11 alone would read --quick=3 as --quick)") {
@@ -856,4 +867,23 @@ TEST_CASE("regression check: tolerances, every epoch's loss, divergence only whe
   CHECK(scaled_lr(0.01, 10'000'000) == Catch::Approx(0.0025));
   CHECK(first_divergent({1.0, 2.0, 1e11}) == 2);
   CHECK_FALSE(first_divergent({1.0, 2.0}));
+}
+
+TEST_CASE("output files: checked without truncating or leaving a file; a failed write names the reason") {
+  const std::string kept = temp_path("kept.json");
+  std::ofstream(kept) << "{}";
+  workbook::require_output_file("--json", kept, ".json");
+  std::ifstream in(kept);
+  CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == "{}");  // still there, untouched
+  const std::string fresh = temp_path("fresh.json");
+  std::filesystem::remove(fresh);
+  workbook::require_output_file("--json", fresh, ".json");
+  CHECK_FALSE(std::filesystem::exists(fresh));  // the try's empty file is gone again
+  CHECK_THROWS_WITH(workbook::require_output_file("--csv", fresh, ".csv"),
+                    "--csv " + fresh + ": name a .csv file (it is overwritten)");
+  workbook::write_output_file("--json", fresh, "{\"a\": 1}\n");
+  CHECK(std::filesystem::file_size(fresh) == 9);
+  // A full device shows only when the buffer is flushed: the reason is still the system's.
+  CHECK_THROWS_WITH(workbook::write_output_file("--json", "/dev/full", "{}"),
+                    "cannot write --json file '/dev/full': No space left on device");
 }

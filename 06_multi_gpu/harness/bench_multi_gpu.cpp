@@ -230,8 +230,8 @@ struct LaunchTicket {
   std::string nccl_id_hex;
 };
 LaunchTicket new_launch_ticket(const std::string& what) {
-  std::string pattern = "/tmp/multi_gpu_" + what + "_XXXXXX";
-  const int fd = mkstemp(pattern.data());
+  std::string pattern = "/tmp/multi_gpu_" + what + "_XXXXXX.json";  // --json takes .json files only
+  const int fd = mkstemps(pattern.data(), 5);
   if (fd < 0) throw std::runtime_error("cannot create a temporary file in /tmp");
   close(fd);
   require_forced_environment();
