@@ -346,7 +346,7 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   app.add_option("--gpus", o.gpus, "dp: GPUs to use from --device on (default: all)")->type_name("G");
   app.add_option("--repeats", o.repeats, "timed runs after the warm-up run")->type_name("R");
   add_size_option(app, "--reference-max", o.reference_max, "largest point count checked against the float64 CPU reference");
-  app.add_option("--timeout-s", o.timeout_s, "the longest wait for the other ranks without progress (ddp; one_shot too)")
+  app.add_option("--timeout-s", o.timeout_s, "the longest wait for the other ranks without progress (ddp; one_shot too; at most 86400)")
       ->type_name("S");
   app.add_flag("--nccl-nonblocking", o.nonblocking, "ddp: communicators with ncclConfig_t::blocking = 0");
   app.add_option("--exchange", o.exchange, "how the sums meet: nccl (default), nccl_symmetric or one_shot")
@@ -368,6 +368,7 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   if (app.count("--gpus") > 0) require_at_least("--gpus", o.gpus, 1);  // left out: every GPU
   require_at_least("--repeats", o.repeats, 1);
   require_positive("--timeout-s", o.timeout_s);
+  require_at_most("--timeout-s", o.timeout_s, kMaxWaitSeconds);
   (void)parse_exchange(o.exchange);  // a bad name is bad usage before any CUDA call
   if (o.on_chip && app.count("--exchange") > 0 && o.exchange != "one_shot") {
     throw UsageError("--on-chip exchanges the sums by one_shot inside its kernel, not --exchange " + o.exchange);

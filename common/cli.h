@@ -66,6 +66,9 @@ void require_at_most(const char* flag, T value, std::common_type_t<T> maximum) {
 
 // Finite and greater than zero (a learning rate, a time).
 void require_positive(const char* flag, double value);
+// The longest wait a flag may set (--timeout-s and the like): a day. A larger value would only
+// overflow the clock it is added to.
+inline constexpr double kMaxWaitSeconds = 86400.0;
 
 
 // The parts of a comma list flag ("1,2,4"), empty ones kept ("1,,2" and "1," have an empty part),

@@ -541,6 +541,7 @@ TEST_CASE("programs: usage errors are exit 2 with a one-line reason") {
       {{"ddp", "--fault-rank", "0", "--fault-signal", "term"}, "--fault-signal must be kill or stop, got 'term'"},
       {{"ddp", "--fault-rank", "0", "--fault-after-s", "-1"}, "--fault-after-s"},
       {{"--timeout-s", "0"}, "--timeout-s"},
+      {{"--timeout-s", "1e30"}, "--timeout-s must be at most 86400, got 1e+30"},
       {{"--max-bytes", "6"}, "--max-bytes"},
       {{"--strong", "1"}, "--strong"},
       {{"--factor", "1"}, "--factor"},
@@ -581,6 +582,7 @@ TEST_CASE("programs: usage errors are exit 2 with a one-line reason") {
       {{"exchange", "--on-chip-points", "1M,1M"}, "--on-chip-points: '1M,1M' lists 1M twice"},
       {{"ddp", "--fault-rank", "1", "--fault-after-s", "inf"}, "--fault-after-s must be a finite number of seconds"},
       {{"ddp", "--launch-timeout-s", "inf"}, "--launch-timeout-s must be a finite number of seconds"},
+      {{"ddp", "--fault-after-s", "1e9"}, "--fault-after-s must be at most 86400, got 1e+09"},
   };
   const std::vector<std::pair<std::vector<std::string>, std::string>> lesson_cases = {
       {{"--gpus", "-1"}, "--gpus must be at least 1, got -1"},
@@ -588,6 +590,7 @@ TEST_CASE("programs: usage errors are exit 2 with a one-line reason") {
       {{"dp", "--nccl-nonblocking"}, "--nccl-nonblocking is for ddp"},
       {{"ddp", "--gpus", "2"}, "--gpus is for dp"},
       {{"--timeout-s", "0"}, "--timeout-s"},
+      {{"--timeout-s", "1e30"}, "--timeout-s must be at most 86400, got 1e+30"},
       {{"dp", "--points", "5X"}, "--points: '5X' is not a size"},
       {{"--device", "cuda:"}, "--device must be N, cuda or cuda:N"},
       {{"--reference-max", "1Q"}, "--reference-max: '1Q' is not a size"},

@@ -36,11 +36,11 @@ BenchParts add_bench_options(CLI::App& app, BenchOptions& o) {
   ddp_group->add_option("--fault-signal", o.fault_signal, "kill (SIGKILL: a crash, the default) or stop (SIGSTOP: a hang)")
       ->type_name("SIG");
   ddp_group->add_option("--fault-after-s", o.fault_after_s,
-                        "seconds after the rank's first heartbeat, sent once its communicator is up (default 1)")
+                        "seconds after the rank's first heartbeat, sent once its communicator is up (default 1; at most 86400)")
       ->type_name("S");
-  ddp_group->add_option("--timeout-s", o.timeout_s, "longest wait without progress; after a failure, the bound for every rank to stop");
+  ddp_group->add_option("--timeout-s", o.timeout_s, "longest wait without progress; after a failure, the bound for every rank to stop (at most 86400)");
   ddp_group->add_option("--launch-timeout-s", o.launch_timeout_s,
-                        "bound of a whole launch (ddp, each scaling run), failure or not (default 10x --timeout-s)");
+                        "bound of a whole launch (ddp, each scaling run), failure or not (default 10x --timeout-s; at most 86400)");
   ddp_group->add_flag("--nccl-nonblocking", o.nccl_nonblocking,
                       "DDP communicators with ncclConfig_t::blocking = 0 (each collective then starts from a helper "
                       "thread: slower, see README)");
@@ -180,8 +180,10 @@ void validate(const BenchOptions& o) {
   require_at_least("--fault-after-s", o.fault_after_s, 0.0);
   require_positive("--timeout-s", o.timeout_s);
   require_at_least("--launch-timeout-s", o.launch_timeout_s, 0.0);
-  for (const auto& [flag, seconds] : {std::pair{"--fault-after-s", o.fault_after_s}, {"--launch-timeout-s", o.launch_timeout_s}}) {
+  for (const auto& [flag, seconds] : {std::pair{"--fault-after-s", o.fault_after_s}, {"--launch-timeout-s", o.launch_timeout_s},
+                                       {"--timeout-s", o.timeout_s}}) {
     if (!std::isfinite(seconds)) throw UsageError(std::string(flag) + " must be a finite number of seconds");
+    require_at_most(flag, seconds, kMaxWaitSeconds);
   }
   require_at_least("--min-bytes", o.min_bytes, 4);
   require_at_least("--max-bytes", o.max_bytes, o.min_bytes);
