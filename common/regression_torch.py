@@ -132,3 +132,10 @@ def train(args, data, device, log=None, time_steps=False):
         result["steps"] = [{"step": name, "time_ms": timing(ms)} for name, ms in per_epoch.items()]
         result["steps"].append({"step": "total", "time_ms": timing([sum(t) for t in zip(*per_epoch.values())])})
     return result
+
+
+if __name__ == "__main__":
+    import sys
+
+    print("error: common/regression_torch.py is a module the workbook's scripts import, not a program", file=sys.stderr)
+    sys.exit(2)

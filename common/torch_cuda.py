@@ -65,3 +65,8 @@ def sleep_cycles_per_ms():
     stop.record()
     stop.synchronize()
     return 10_000_000 / start.elapsed_time(stop)
+
+
+if __name__ == "__main__":
+    print("error: common/torch_cuda.py is a module the workbook's scripts import, not a program", file=sys.stderr)
+    sys.exit(2)

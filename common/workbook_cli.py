@@ -524,3 +524,8 @@ def results_folder_arguments(description, outputs):
         parser.error("the following arguments are required: RESULTS_DIR")
     parser.input_folder(args.results)
     return parser, args.results, args.results if args.out is None else args.out
+
+
+if __name__ == "__main__":
+    print("error: common/workbook_cli.py is a module the workbook's scripts import, not a program", file=sys.stderr)
+    sys.exit(2)

@@ -68,3 +68,8 @@ class _Needed:
 def needs(name):
     """A stand-in for module `name` that imports it (through load) at its first attribute access."""
     return _Needed(name)
+
+
+if __name__ == "__main__":
+    print("error: common/workbook_needs.py is a module the workbook's scripts import, not a program", file=sys.stderr)
+    sys.exit(2)

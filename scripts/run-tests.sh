@@ -6,6 +6,21 @@
 #   scripts/run-tests.sh                 # everything
 #   scripts/run-tests.sh -L cpu          # extra arguments go to ctest (-L gpu, -R '^02_', ...)
 set -euo pipefail
+case ${1:-} in
+  -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
+# ctest runs everything when it does not know an option: a typo is refused here instead, before
+# the build. Values (after -L, -R, -j, ...) are ctest's to check.
+for arg in "$@"; do
+  case $arg in
+    -L|-LE|-R|-E|-j|-I|-V|-VV|-N|-j[0-9]*|-L?*|-R?*|-E?*) ;;
+    --label-regex|--label-exclude|--tests-regex|--exclude-regex|--parallel|--timeout|--repeat|--output-on-failure|\
+    --stop-on-failure|--rerun-failed|--show-only|--schedule-random|--verbose|--extra-verbose|--no-tests=*|\
+    --label-regex=*|--label-exclude=*|--tests-regex=*|--exclude-regex=*|--parallel=*|--timeout=*|--repeat=*) ;;
+    -*) echo "error: run-tests.sh: '$arg' is not a ctest option it passes on (see scripts/run-tests.sh --help)" >&2
+        exit 2 ;;
+  esac
+done
 source "$(dirname "$0")/env.sh"
 cd "$workbook_root"
 "$workbook_root/scripts/install-deps.sh"

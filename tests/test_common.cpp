@@ -13,6 +13,7 @@
 #include "gpu_support.h"
 #include "output_file.h"
 #include "program.h"
+#include "program_checks.h"
 #include "report.h"
 #include "regression_problem.h"
 #include "stats.h"
@@ -181,9 +182,15 @@ TEST_CASE("probe_gpus either finds devices or says why not") {
 TEST_CASE("a program without a usable GPU exits 77 with one line saying why") {
   const ProgramResult r = run_program({WORKBOOK_NEEDS_GPU_PROGRAM}, {{"CUDA_VISIBLE_DEVICES", ""}});
   CHECK(r.exit_code == kExitNoGpu);
-  CHECK_THAT(r.err, StartsWith("needs_gpu needs a CUDA GPU: "));
+  CHECK_THAT(r.err, StartsWith("workbook_needs_gpu needs a CUDA GPU: "));
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   CHECK(r.out.empty());
+  // It takes no arguments: --help says what it does, anything else is usage (before the GPU).
+  const ProgramResult help = run_program({WORKBOOK_NEEDS_GPU_PROGRAM, "--help"});
+  CHECK(help.exit_code == kExitOk);
+  CHECK_THAT(help.out, StartsWith("workbook_needs_gpu: exit 0 when device 0 is usable"));
+  check_one_line({WORKBOOK_NEEDS_GPU_PROGRAM, "--bogus"}, kExitUsage,
+                 ContainsSubstring("workbook_needs_gpu takes no arguments, got '--bogus'"));
 }
 
 TEST_CASE("run_program kills a program that runs past its limit, and what it started") {

@@ -6,9 +6,18 @@
 #include "program.h"
 
 #include <iostream>
+#include <string>
 
-int main() {
-  return workbook::guarded_main("needs_gpu", [] {
+int main(int argc, char** argv) {
+  return workbook::guarded_main("workbook_needs_gpu", [argc, argv] {
+    if (argc > 1) {
+      const std::string arg = argv[1];
+      if (argc == 2 && (arg == "--help" || arg == "-h")) {
+        std::cout << "workbook_needs_gpu: exit 0 when device 0 is usable, 77 with the reason when not; no arguments\n";
+        return workbook::kExitOk;
+      }
+      throw workbook::UsageError("workbook_needs_gpu takes no arguments, got '" + arg + "'");
+    }
     workbook::use_device(0);
     std::cout << "PASS\n";
     return workbook::kExitOk;
