@@ -33,9 +33,11 @@ namespace workbook::exercise {
 
 // The attempt this checker was built from (each checker program gets generated definitions:
 // cmake/WorkbookExercise.cmake): its absolute path, read by the checker, and its path from the
-// workbook's root, the one the checker's lines show (as check-exercise.sh shows it).
+// workbook's root, the one the checker's lines show (as check-exercise.sh shows it); and the
+// checker program's own name (check_forward, check_forward_tail, ...), for its error lines.
 const char* attempt_file();
 const char* attempt_in_workbook();
+const char* checker_name();
 
 // The marker a skeleton holds until the reader has written the exercise: the start of the one
 // comment line to delete (with the colon, so that the header's "delete the TODO(exercise) line"

@@ -105,5 +105,6 @@ int run(int argc, char** argv) {
 }  // namespace workbook::device_query::exercise
 
 int main(int argc, char** argv) {
-  return workbook::guarded_main("check_facts", [&] { return workbook::device_query::exercise::run(argc, argv); });
+  return workbook::guarded_main(workbook::exercise::checker_name(),
+                                [&] { return workbook::device_query::exercise::run(argc, argv); });
 }

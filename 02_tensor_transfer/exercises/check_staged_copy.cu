@@ -122,5 +122,6 @@ int run(int argc, char** argv) {
 }  // namespace workbook::transfer::exercise
 
 int main(int argc, char** argv) {
-  return workbook::guarded_main("check_staged_copy", [&] { return workbook::transfer::exercise::run(argc, argv); });
+  return workbook::guarded_main(workbook::exercise::checker_name(),
+                                [&] { return workbook::transfer::exercise::run(argc, argv); });
 }

@@ -161,5 +161,6 @@ int run(int argc, char** argv) {
 }  // namespace workbook::streams_events::exercise
 
 int main(int argc, char** argv) {
-  return workbook::guarded_main("check_fork_join", [&] { return workbook::streams_events::exercise::run(argc, argv); });
+  return workbook::guarded_main(workbook::exercise::checker_name(),
+                                [&] { return workbook::streams_events::exercise::run(argc, argv); });
 }

@@ -111,5 +111,6 @@ int run(int argc, char** argv) {
 }  // namespace workbook::linear_regression::exercise
 
 int main(int argc, char** argv) {
-  return workbook::guarded_main("check_forward", [&] { return workbook::linear_regression::exercise::run(argc, argv); });
+  return workbook::guarded_main(workbook::exercise::checker_name(),
+                                [&] { return workbook::linear_regression::exercise::run(argc, argv); });
 }

@@ -161,5 +161,6 @@ int run(int argc, char** argv) {
 }  // namespace workbook::fused::exercise
 
 int main(int argc, char** argv) {
-  return workbook::guarded_main("check_graph", [&] { return workbook::fused::exercise::run(argc, argv); });
+  return workbook::guarded_main(workbook::exercise::checker_name(),
+                                [&] { return workbook::fused::exercise::run(argc, argv); });
 }

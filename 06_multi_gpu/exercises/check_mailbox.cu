@@ -360,5 +360,6 @@ int run(int argc, char** argv) {
 }  // namespace workbook::multi_gpu::exercise
 
 int main(int argc, char** argv) {
-  return workbook::guarded_main("check_mailbox", [&] { return workbook::multi_gpu::exercise::run(argc, argv); });
+  return workbook::guarded_main(workbook::exercise::checker_name(),
+                                [&] { return workbook::multi_gpu::exercise::run(argc, argv); });
 }
