@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -67,6 +68,42 @@ void refuse_values_for_flags(const CLI::App& app, int argc, char** argv) {
   }
 }
 
+// CLI11's words for the common mistakes, in the workbook's: "unexpected arguments: --bogus x" for
+// "The following arguments were not expected: x --bogus" (CLI11 lists them last first), "--lr:
+// 'abc' is not a number" for "Could not convert: --lr = abc" (a whole number where one is needed), "--device needs a value" for
+// "--device: 1 required DEVICE missing". Anything else is CLI11's message as it is.
+std::string usage_message(const CLI::ParseError& e) {
+  const std::string text = e.what();
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    const std::size_t colon = text.find(": ");
+    std::vector<std::string> extras;
+    std::istringstream words(colon == std::string::npos ? "" : text.substr(colon + 2));
+    for (std::string word; words >> word;) extras.insert(extras.begin(), word);
+    std::string message = extras.size() == 1 ? "unexpected argument:" : "unexpected arguments:";
+    for (const std::string& word : extras) message += " " + word;
+    return message;
+  }
+  if (dynamic_cast<const CLI::ConversionError*>(&e) != nullptr) {
+    const std::string prefix = "Could not convert: ";
+    const std::size_t equals = text.find(" = ");
+    if (text.rfind(prefix, 0) == 0 && equals != std::string::npos) {
+      const std::string value = text.substr(equals + 3);
+      char* end = nullptr;
+      const bool decimal = !value.empty() && (std::strtod(value.c_str(), &end), *end == '\0');
+      return text.substr(prefix.size(), equals - prefix.size()) + ": '" + value + "' is not a " +
+             (decimal ? "whole number" : "number");
+    }
+  }
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr) {
+    const std::size_t colon = text.find(':');
+    if (colon != std::string::npos && text.find("missing", colon) != std::string::npos) {
+      return text.substr(0, colon) + " needs a value";
+    }
+    if (colon != std::string::npos) return text.substr(0, colon) + " takes one value";
+  }
+  return text;
+}
+
 }  // namespace
 
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
@@ -85,7 +122,7 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
     return kExitOk;
   } catch (const CLI::ParseError& e) {
     // CLI11's own exit codes (105, 109, ...) would read as crashes; every usage error is 2.
-    std::cerr << "error: " << e.what() << " (see " << program_name(app) << " --help)\n";
+    std::cerr << "error: " << usage_message(e) << " (see " << program_name(app) << " --help)\n";
     return kExitUsage;
   } catch (const UsageError& e) {  // from a flag's own parser (sizes, --device)
     std::cerr << "error: " << e.what() << " (see " << program_name(app) << " --help)\n";

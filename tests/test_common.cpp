@@ -290,6 +290,20 @@ TEST_CASE("common flags parse, and bad ones map to exit code 2") {
     CHECK_THAT(captured.err.str(), StartsWith("error: ") && ContainsSubstring("--bogus"));
   }
   SECTION("a value that is not a number exits 2") { CHECK(parse(app, {"--device", "x"}) == kExitUsage); }
+  SECTION("CLI11's messages for the common mistakes are put in the workbook's words") {
+    int count = 0;
+    double rate = 0.0;
+    app.add_option("--count", count, "a count");
+    app.add_option("--rate", rate, "a rate");
+    CHECK(parse(app, {"--count", "1.5"}) == kExitUsage);
+    CHECK_THAT(captured.err.str(), StartsWith("error: --count: '1.5' is not a whole number (see prog --help)"));
+    CHECK(parse(app, {"--rate", "abc"}) == kExitUsage);
+    CHECK_THAT(captured.err.str(), ContainsSubstring("error: --rate: 'abc' is not a number"));
+    CHECK(parse(app, {"--rate"}) == kExitUsage);
+    CHECK_THAT(captured.err.str(), ContainsSubstring("error: --rate needs a value"));
+    CHECK(parse(app, {"--bogus", "x"}) == kExitUsage);
+    CHECK_THAT(captured.err.str(), ContainsSubstring("error: unexpected arguments: --bogus x"));
+  }
   SECTION("--device takes N, cuda and cuda:N") {
     CHECK_FALSE(parse(app, {"--device", "cuda:3"}).has_value());
     CHECK(options.device == 3);
