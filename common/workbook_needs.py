@@ -21,7 +21,8 @@ import importlib
 import sys
 
 _PIP = {"torch": "pip install torch (a CUDA build that your driver supports: see requirements-pytorch.txt)",
-        "matplotlib": "pip install -r requirements-plots.txt (the repository root's)"}
+        "matplotlib": "pip install -r requirements-plots.txt (the repository root's)",
+        "numpy": "pip install -r requirements-pytorch.txt (the repository root's; read its notes on torch first)"}
 
 
 def load(name):
