@@ -198,6 +198,8 @@ class FileChecks:
     def output_file(self, path, formats):
         """A file the script will write: not a folder, in a folder that exists, with an extension
         from `formats` (e.g. PLOT_FORMATS)."""
+        if not path:
+            self.fail(f"the output file needs a name, and '' is none (e.g. out.{formats[0]})")
         folder = os.path.dirname(path) or "."
         extension = os.path.splitext(path)[1][1:].lower()
         if os.path.isdir(path):
