@@ -299,6 +299,7 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
                  "part 2, with one batch size: write a Chrome trace (Perfetto, chrome://tracing) of 8 steps of each pipeline")
       ->type_name("FILE");
   if (auto code = parse_command_line(app, argc, argv)) return code;
+  if (app.count("--print-every")) throw UsageError("--print-every is linear_regression's: the bench prints no losses");
   check_run_options(app, o.run, "--batch-sizes");
   const Config& config = o.run.config;
   const bool cpu = o.run.device.cpu;

@@ -220,7 +220,8 @@ TEST_CASE("bench --device cpu: each step's time per epoch, checked first") {
   const ProgramResult diverged = run_program({WORKBOOK_BENCH_PROGRAM, "--device", "cpu", "--epochs", "10", "--lr", "1.0"});
   CHECK(diverged.exit_code == 1);
   CHECK_THAT(last_line(diverged.out), StartsWith("FAIL: diverged at epoch"));
-  for (const std::vector<std::string>& args : {std::vector<std::string>{"--points", "1"}, {"--device", "gpu"}, {"--sweep"}}) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--points", "1"}, {"--device", "gpu"}, {"--sweep"}, {"--print-every", "5"}}) {
     check_one_line(with_args({WORKBOOK_BENCH_PROGRAM}, args), 2);
   }
 }
