@@ -49,7 +49,9 @@ if [[ ! -f $workbook_build_dir/CMakeCache.txt ]]; then
 fi
 build_log=$(cmake --build "$workbook_build_dir" --target "exercise_${chapter_dir}_$2" 2>&1)
 build_status=$?
-grep -v -e '^\[[0-9]*/[0-9]*\]' -e '^ninja: no work to do' <<<"$build_log" || true
+# The compiler's messages, without ninja's progress and the compiler's own command lines.
+grep -v -E -e '^\[[0-9]+/[0-9]+\]' -e '^ninja: (no work to do|build stopped)' -e '^FAILED: ' \
+  -e ' -o [^ ]*CMakeFiles/' <<<"$build_log" || true
 if [[ $build_status -ne 0 ]]; then
   echo "wrong: ${attempt#"$workbook_root"/} does not compile (the compiler's errors are above)"
   exit 1
