@@ -7,6 +7,13 @@
 # Exits 0 when everything is there, 1 with a message when something is missing and cannot be
 # installed from here. Installs nothing that is already present.
 set -euo pipefail
+case ${1:-} in
+  -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
+if (($# > 0)); then
+  echo "error: install-deps.sh takes no arguments, got '$1' (see scripts/install-deps.sh --help)" >&2
+  exit 2
+fi
 source "$(dirname "$0")/env.sh"
 
 have_cmake_package() {  # name: is <name>Config.cmake (or <lowercase>-config.cmake) installed?
