@@ -150,6 +150,7 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   require_at_least("--trace-streams", o.trace_streams, 1);
   require_at_most("--trace-streams", o.trace_streams, 64);
   if (app.count("--trace")) require_output_file("--trace", o.trace_path, ".json");
+  require_distinct_outputs("--trace", o.trace_path, "--json", o.common.json.value_or(""));
   return std::nullopt;
 }
 

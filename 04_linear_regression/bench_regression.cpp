@@ -315,6 +315,7 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   }
   if (app.count("--trace")) {
     require_output_file("--trace", o.trace_path, ".json");
+    require_distinct_outputs("--trace", o.trace_path, "--json", o.run.common.json.value_or(""));
     if (o.batch_sizes.size() != 1) {
       throw UsageError(o.batch_sizes.empty() ? "--trace draws part 2's pipelines: it needs --batch-sizes with one size"
                                              : "--trace draws one batch size, --batch-sizes gives " +

@@ -311,6 +311,7 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   if (app.count("--csv")) require_output_file("--csv", o.csv, ".csv");
   if (trace) {
     require_output_file("--trace", o.trace_path, ".json");
+    require_distinct_outputs("--trace", o.trace_path, "--json", o.common.json.value_or(""));
     trace_layout(o.ladder.variants);  // refuse a selection with nothing to trace before touching the GPU
   }
   (void)pretended_compute_capability();  // a malformed test override is refused before any CUDA call

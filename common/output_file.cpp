@@ -3,15 +3,39 @@
 
 #include "exit_codes.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <sstream>
 #include <stdexcept>
 #include <system_error>
 
 namespace workbook {
+
+namespace {
+
+// Whether an existing file is one the workbook writes, and so one a rerun may replace: a JSON
+// object with a "program" (a report) or "traceEvents" (a trace), or a CSV whose first line is a
+// header of plain column names. Anything else (CMakePresets.json, a notes file) is kept.
+bool written_by_the_workbook(const std::string& path, const std::string& extension) {
+  std::ifstream in(path);
+  if (extension == ".csv") {
+    std::string header;
+    std::getline(in, header);
+    return std::regex_match(header, std::regex("[a-z_0-9]+(,[a-z_0-9]+)+"));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
+  return j.is_object() && (j.contains("program") || j.contains("traceEvents"));
+}
+
+}  // namespace
 
 void require_output_file(const std::string& flag, const std::string& path, const std::string& extension) {
   if (path.empty()) throw UsageError(flag + " needs a file name");
@@ -29,9 +53,21 @@ void require_output_file(const std::string& flag, const std::string& path, const
   }
   // Appending nothing tries the write without truncating a file that is there.
   const bool existed = std::filesystem::exists(path, error);
+  if (existed && std::filesystem::file_size(path, error) > 0 && !written_by_the_workbook(path, extension)) {
+    throw UsageError(flag + " " + path + ": is there and is not a file the workbook wrote; name another (it would be overwritten)");
+  }
   const bool writable = static_cast<bool>(std::ofstream(path, std::ios::app));
   if (!existed) std::filesystem::remove(path, error);
   if (!writable) throw UsageError(flag + " " + path + ": cannot be written");
+}
+
+void require_distinct_outputs(const std::string& flag_a, const std::string& path_a, const std::string& flag_b,
+                              const std::string& path_b) {
+  if (path_a.empty() || path_b.empty() || path_a == "-" || path_b == "-") return;
+  std::error_code error;
+  const auto a = std::filesystem::weakly_canonical(std::filesystem::absolute(path_a, error), error);
+  const auto b = std::filesystem::weakly_canonical(std::filesystem::absolute(path_b, error), error);
+  if (a == b) throw UsageError(flag_a + " and " + flag_b + " name the same file, " + path_b + "; one would overwrite the other");
 }
 
 void write_output_file(const std::string& flag, const std::string& path, const std::string& text) {

@@ -39,6 +39,7 @@ import csv
 import json
 import math
 import os
+import re
 import sys
 
 MAX_EPOCHS = 1_000_000  # regression_problem.h's kMaxEpochs
@@ -191,6 +192,8 @@ class FileChecks:
         return rows
 
     def input_folder(self, path, flag=""):
+        if not path:
+            self.fail(f"{flag + ' ' if flag else ''}needs a folder name, and '' is none")
         if not os.path.isdir(path):
             self.fail(f"{flag + ' ' if flag else ''}{path}: "
                       f"{'is a file, not a folder' if os.path.exists(path) else 'no such folder'}")
@@ -209,6 +212,12 @@ class FileChecks:
         if extension not in formats:
             what = f"cannot write a .{extension} file" if extension else "has no extension"
             self.fail(f"{path}: {what} (use {', '.join('.' + f for f in formats[:3])}{' ...' if len(formats) > 3 else ''})")
+        if extension in ("csv", "json"):
+            problem = output_file_problem(path, "." + extension)
+            if problem:
+                self.fail(f"{path}: {problem}")
+        elif not can_write(path):
+            self.fail(f"{path}: cannot be written")
 
     def output_folder(self, path, names, flag="--out"):
         """A folder the script writes `names` into (from `flag`, or the input folder, already
@@ -217,6 +226,20 @@ class FileChecks:
         for name in names:
             if os.path.isdir(os.path.join(path, name)):
                 self.fail(f"{os.path.join(path, name)}: is a folder, where this script writes a file")
+
+
+def written_by_the_workbook(path, extension):
+    """Whether an existing file is one a rerun may replace, as the C++ programs decide: a JSON object
+    with "program" (a report) or "traceEvents" (a trace), or a CSV whose first line is a header of
+    plain column names."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            if extension == ".csv":
+                return re.fullmatch(r"[a-z_0-9]+(,[a-z_0-9]+)+", f.readline().rstrip("\r\n")) is not None
+            j = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(j, dict) and ("program" in j or "traceEvents" in j)
 
 
 def output_file_problem(path, extension):
@@ -231,16 +254,24 @@ def output_file_problem(path, extension):
     folder = os.path.dirname(path)
     if folder and not os.path.isdir(folder):
         return f"the folder '{folder}' does not exist"
+    if os.path.exists(path) and os.path.getsize(path) > 0 and not written_by_the_workbook(path, extension):
+        return "is there and is not a file the workbook wrote; name another (it would be overwritten)"
+    return None if can_write(path) else "cannot be written"
+
+
+def can_write(path):
+    """Whether `path` can be opened for writing, tried without truncating a file that is there; a
+    file the try created is removed again."""
     existed = os.path.exists(path)
     try:
         with open(path, "a"):
             pass
     except OSError:
-        return "cannot be written"
+        return False
     finally:
         if not existed and os.path.exists(path):
             os.remove(path)
-    return None
+    return True
 
 
 class Parser(FileChecks, argparse.ArgumentParser):

@@ -256,7 +256,7 @@ TEST_CASE("programs: --help, bad input is one line and exit 2, no GPU is exit 77
                       {"--sweep", "--sizes", ""}, {"--sweep", "--csv", ""}, {"--breakdown", "--csv", "x.csv"}, {"--bogus"},
                       {"--device", "cpu"}, {"--seed", "-1"}, {"--trace", "/no/such/folder/t.json"}, {"--trace", "."},
                       {"--sweep", "--csv", "/no/such/folder/s.csv"}, {"--sweep", "--csv", "."}, {"--json", "."},
-                      {"--sweep", "--csv", "s.json"}, {"--print-every", "5"}});
+                      {"--sweep", "--csv", "s.json"}, {"--print-every", "5"}, {"--trace", "t.json", "--json", "./t.json"}});
   for (const char* program : {WORKBOOK_PROGRAM, WORKBOOK_BENCH_PROGRAM}) check_no_gpu({program, "--quick"});
 }
 

@@ -892,16 +892,33 @@ TEST_CASE("regression check: tolerances, every epoch's loss, divergence only whe
 
 TEST_CASE("output files: checked without truncating or leaving a file; a failed write names the reason") {
   const std::string kept = temp_path("kept.json");
-  std::ofstream(kept) << "{}";
+  std::ofstream(kept) << R"({"program": "linear_regression"})";
   workbook::require_output_file("--json", kept, ".json");
   std::ifstream in(kept);
-  CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == "{}");  // still there, untouched
+  CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == R"({"program": "linear_regression"})");  // untouched
   const std::string fresh = temp_path("fresh.json");
   std::filesystem::remove(fresh);
   workbook::require_output_file("--json", fresh, ".json");
   CHECK_FALSE(std::filesystem::exists(fresh));  // the try's empty file is gone again
   CHECK_THROWS_WITH(workbook::require_output_file("--csv", fresh, ".csv"),
                     "--csv " + fresh + ": name a .csv file (it is overwritten)");
+  // An existing file is replaced only if the workbook wrote it: a report, a trace, a CSV of columns.
+  const std::string other = temp_path("other.json");
+  std::ofstream(other) << R"({"configurePresets": []})";
+  CHECK_THROWS_WITH(workbook::require_output_file("--json", other, ".json"),
+                    "--json " + other + ": is there and is not a file the workbook wrote; name another (it would be overwritten)");
+  std::ofstream(other) << R"({"program": "linear_regression", "passed": true})";
+  workbook::require_output_file("--json", other, ".json");
+  std::ofstream(other) << R"({"traceEvents": []})";
+  workbook::require_output_file("--trace", other, ".json");
+  const std::string table = temp_path("table.csv");
+  std::ofstream(table) << "points,variant,ms\n5,1,0.1\n";
+  workbook::require_output_file("--csv", table, ".csv");
+  std::ofstream(table) << "Some notes, with spaces\n";
+  CHECK_THROWS(workbook::require_output_file("--csv", table, ".csv"));
+  CHECK_THROWS_WITH(workbook::require_distinct_outputs("--trace", "t.json", "--json", "./t.json"),
+                    "--trace and --json name the same file, ./t.json; one would overwrite the other");
+  workbook::require_distinct_outputs("--trace", "t.json", "--json", "-");
   workbook::write_output_file("--json", fresh, "{\"a\": 1}\n");
   CHECK(std::filesystem::file_size(fresh) == 9);
   // A full device shows only when the buffer is flushed: the reason is still the system's.
