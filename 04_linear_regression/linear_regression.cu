@@ -374,7 +374,8 @@ void check_run_options(const CLI::App& app, RunOptions& o, const std::string& ba
   if (o.device.cpu && app.count("--fill-threads") > 0) {
     throw UsageError("--fill-threads fills the GPU pipelines' pinned ring: it does nothing with --device cpu");
   }
-  if (app.count(batch_flag) > 0 && app.count("--print-every") > 0) {
+  const CLI::Option* print_every = app.get_option_no_throw("--print-every");  // the bench has none
+  if (app.count(batch_flag) > 0 && print_every != nullptr && print_every->count() > 0) {
     throw UsageError("--print-every shows the full-batch loop's losses: a run with " + batch_flag + " prints none");
   }
 }
@@ -485,8 +486,10 @@ bool check_run(const TrainingResult& got, const TrainingResult& want, Table::Row
   std::ostream& out = report.out();
   if (got.diverged_at) {
     const int k = *got.diverged_at;
-    out << format("diverged at epoch %d: the loss %s; no results to report (try a smaller --lr)\n", k,
-                  std::isfinite(got.losses.at(k)) ? "grew past 1e10 times its first value" : "is no longer finite");
+    // At epoch 0 no step has been taken: the data themselves overflow float32 (a huge --noise).
+    const char* hint = k == 0 ? "the data overflow float32: try a smaller --noise" : "try a smaller --lr";
+    out << format("diverged at epoch %d: the loss %s; no results to report (%s)\n", k,
+                  std::isfinite(got.losses.at(k)) ? "grew past 1e10 times its first value" : "is no longer finite", hint);
     row.set("diverged_at", k);
     report.check(false, "diverged at epoch " + std::to_string(k));
     return false;

@@ -50,7 +50,8 @@ def main():
     p.add_argument("--repeats", type=integer("--repeats"), default=None, help="timed runs (default 10 on cuda, 3 on cpu)")
     p.add_argument("--profile", metavar="FILE", help="also run --profile-epochs epochs under torch.profiler; "
                    "write its Chrome trace to FILE")
-    p.add_argument("--profile-epochs", type=integer("--profile-epochs"), default=10)
+    p.add_argument("--profile-epochs", type=integer("--profile-epochs"), default=None,
+                   help="epochs run under the profiler (default 10; with --profile)")
     args = p.parse_args()
     if args.quick:
         args.points, args.epochs = 20_011, 60
@@ -64,6 +65,10 @@ def main():
     p.require_at_least("--print-every", args.print_every, 1)
     if args.repeats is not None:
         p.require_at_least("--repeats", args.repeats, 1)
+    if args.profile_epochs is not None and not args.profile:
+        p.fail("--profile-epochs goes with --profile FILE")
+    if args.profile_epochs is None:
+        args.profile_epochs = 10
     p.require_at_least("--profile-epochs", args.profile_epochs, 1)
     require("torch")
     device = torch.device(args.device)

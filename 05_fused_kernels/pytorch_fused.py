@@ -159,6 +159,7 @@ def main():
     p.require_at_least("--repeats", args.repeats, 1)
     if args.breakdown_points == 1:
         p.fail("--breakdown-points must be 0 (none) or at least 2, got 1")
+    p.require_at_least("--cpu-max-points", args.cpu_max_points, 2)
     require("torch")
     use_cuda_device("pytorch_fused", 0)
     sys.stdout = report_stream(args.json)  # keep stdout for the JSON object under --json -

@@ -289,7 +289,7 @@ def measure(points, nproc, args):
 def main():
     p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("--nproc", type=integer("--nproc"), default=None,
-                   help="ranks, one per GPU (default or 0: every GPU)")
+                   help="ranks, one per GPU (default: every GPU)")
     p.add_argument("--points", type=size("--points"), default=5_000_000, metavar="SIZE",
                    help="points, e.g. 5000000 or 5M (K, M, G: 1e3, 1e6, 1e9)")
     p.add_argument("--epochs", type=integer("--epochs"), default=200)

@@ -37,7 +37,8 @@ unset benchmark_synopsis benchmark_usage benchmark_most benchmark_arg
 # shellcheck disable=SC2034  # build and results are for the benchmark.sh that sources this file
 build=${3:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/$1}
 results=${4:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/$1/results}
-benchmark_needs_gpu=$(dirname "$build")/common/workbook_needs_gpu
+benchmark_needs_gpu=$(dirname "$build")
+benchmark_needs_gpu=${benchmark_needs_gpu%/}/common/workbook_needs_gpu  # BUILD_DIR /x: /common, not //common
 if [[ ! -x $build/$2 || ! -x $benchmark_needs_gpu ]]; then
   echo "$1/benchmark.sh: $build/$2 and $benchmark_needs_gpu must exist: build first" \
        "(cmake --preset default && cmake --build --preset default)" >&2

@@ -87,11 +87,14 @@ std::string usage_message(const CLI::ParseError& e) {
     const std::string prefix = "Could not convert: ";
     const std::size_t equals = text.find(" = ");
     if (text.rfind(prefix, 0) == 0 && equals != std::string::npos) {
+      const std::string flag = text.substr(prefix.size(), equals - prefix.size());
       const std::string value = text.substr(equals + 3);
+      const bool digits = value.find_first_not_of("0123456789", value[0] == '-' ? 1 : 0) == std::string::npos &&
+                          value.size() > (value[0] == '-' ? 1u : 0u);
+      if (digits) return flag + ": " + value + " is out of range";
       char* end = nullptr;
       const bool decimal = !value.empty() && (std::strtod(value.c_str(), &end), *end == '\0');
-      return text.substr(prefix.size(), equals - prefix.size()) + ": '" + value + "' is not a " +
-             (decimal ? "whole number" : "number");
+      return flag + ": '" + value + "' is not a " + (decimal ? "whole number" : "number");
     }
   }
   if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr) {

@@ -275,7 +275,12 @@ def can_write(path):
 
 
 class Parser(FileChecks, argparse.ArgumentParser):
-    """argparse, with every usage error as one line on stderr and exit code 2 (--help still exits 0)."""
+    """argparse, with every usage error as one line on stderr and exit code 2 (--help still exits 0),
+    and flags written in full, as the C++ programs take them (argparse would read --stro as --strong)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         if message.startswith("the following arguments are required"):  # the usage too, on the same line

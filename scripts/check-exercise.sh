@@ -27,7 +27,7 @@ list_exercises() {
 
 case ${1:-} in
   -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  --list) list_exercises; exit 0 ;;
+  --list) if [[ $# -ne 1 ]]; then echo "$usage" >&2; exit 2; fi; list_exercises; exit 0 ;;
 esac
 if [[ $# -ne 2 ]]; then echo "$usage" >&2; exit 2; fi
 chapter_dir=$(cd "$workbook_root" && ls -d "$1"_*/ 2>/dev/null | head -1)

@@ -18,6 +18,10 @@ if [[ ! -f $junit ]]; then
   echo "error: $junit: no such file (run ctest with --output-junit $junit first)" >&2
   exit 2
 fi
+if ! grep -q '<testsuite' "$junit"; then
+  echo "error: $junit: not a JUnit XML file (ctest --output-junit writes one)" >&2
+  exit 2
+fi
 awk '
   function unescape(s) {
     gsub(/&lt;/, "<", s); gsub(/&gt;/, ">", s); gsub(/&quot;/, "\"", s); gsub(/&apos;/, "\047", s)
