@@ -581,7 +581,8 @@ TEST_CASE("programs: usage errors are exit 2 with a one-line reason") {
        "not the JSON of `fused_kernels_bench --sweep` (chapter 05)"},
       {{"exchange", "--on-chip-points", "1M,1M"}, "--on-chip-points: '1M,1M' lists 1M twice"},
       {{"ddp", "--fault-rank", "1", "--fault-after-s", "inf"}, "--fault-after-s must be a finite number of seconds"},
-      {{"ddp", "--launch-timeout-s", "inf"}, "--launch-timeout-s must be a finite number of seconds"},
+      {{"ddp", "--launch-timeout-s", "inf"}, "--launch-timeout-s must be a finite number greater than 0, got inf"},
+      {{"ddp", "--launch-timeout-s", "0"}, "--launch-timeout-s must be a finite number greater than 0, got 0"},
       {{"ddp", "--fault-after-s", "1e9"}, "--fault-after-s must be at most 86400, got 1e+09"},
   };
   const std::vector<std::pair<std::vector<std::string>, std::string>> lesson_cases = {

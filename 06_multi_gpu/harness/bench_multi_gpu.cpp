@@ -735,6 +735,8 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   // 0 is the default's "every GPU" (one rank per GPU); given, a count must be a count.
   if (app.count("--gpus") > 0) require_at_least("--gpus", o.gpus, 1);
   if (app.count("--nproc") > 0) require_at_least("--nproc", o.nproc, 1);
+  // 0 is the default's "10x --timeout-s"; given, a bound must be one.
+  if (app.count("--launch-timeout-s") > 0) require_positive("--launch-timeout-s", o.launch_timeout_s);
   validate(o);
   o.parts.exchange_rank = parts.exchange_rank->parsed();
   if (o.parts.exchange_rank) return std::nullopt;
