@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <regex>
 #include <limits>
 #include <system_error>
 
@@ -69,9 +70,10 @@ void refuse_values_for_flags(const CLI::App& app, int argc, char** argv) {
 }
 
 // CLI11's words for the common mistakes, in the workbook's: "unexpected arguments: --bogus x" for
-// "The following arguments were not expected: x --bogus" (CLI11 lists them last first), "--lr:
-// 'abc' is not a number" for "Could not convert: --lr = abc" (a whole number where one is needed), "--device needs a value" for
-// "--device: 1 required DEVICE missing". Anything else is CLI11's message as it is.
+// "The following arguments were not expected: x --bogus" (CLI11 lists them last first); "--lr:
+// 'abc' is not a number" for "Could not convert: --lr = abc" ("not a whole number" for 1.5, "out
+// of range" for an integer too large); "--device needs a value" for "--device: 1 required DEVICE
+// missing". Anything else is CLI11's message as it is.
 std::string usage_message(const CLI::ParseError& e) {
   const std::string text = e.what();
   if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
@@ -89,9 +91,7 @@ std::string usage_message(const CLI::ParseError& e) {
     if (text.rfind(prefix, 0) == 0 && equals != std::string::npos) {
       const std::string flag = text.substr(prefix.size(), equals - prefix.size());
       const std::string value = text.substr(equals + 3);
-      const bool digits = value.find_first_not_of("0123456789", value[0] == '-' ? 1 : 0) == std::string::npos &&
-                          value.size() > (value[0] == '-' ? 1u : 0u);
-      if (digits) return flag + ": " + value + " is out of range";
+      if (std::regex_match(value, std::regex("-?[0-9]+"))) return flag + ": " + value + " is out of range";
       char* end = nullptr;
       const bool decimal = !value.empty() && (std::strtod(value.c_str(), &end), *end == '\0');
       return flag + ": '" + value + "' is not a " + (decimal ? "whole number" : "number");

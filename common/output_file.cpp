@@ -54,7 +54,8 @@ void require_output_file(const std::string& flag, const std::string& path, const
   // Appending nothing tries the write without truncating a file that is there.
   const bool existed = std::filesystem::exists(path, error);
   if (existed && std::filesystem::file_size(path, error) > 0 && !written_by_the_workbook(path, extension)) {
-    throw UsageError(flag + " " + path + ": is there and is not a file the workbook wrote; name another (it would be overwritten)");
+    throw UsageError(flag + " " + path +
+                     ": is there and is not a file the workbook wrote; name another (it would be overwritten)");
   }
   const bool writable = static_cast<bool>(std::ofstream(path, std::ios::app));
   if (!existed) std::filesystem::remove(path, error);
@@ -67,7 +68,9 @@ void require_distinct_outputs(const std::string& flag_a, const std::string& path
   std::error_code error;
   const auto a = std::filesystem::weakly_canonical(std::filesystem::absolute(path_a, error), error);
   const auto b = std::filesystem::weakly_canonical(std::filesystem::absolute(path_b, error), error);
-  if (a == b) throw UsageError(flag_a + " and " + flag_b + " name the same file, " + path_b + "; one would overwrite the other");
+  if (a == b) {
+    throw UsageError(flag_a + " and " + flag_b + " name the same file, " + path_b + "; one would overwrite the other");
+  }
 }
 
 void write_output_file(const std::string& flag, const std::string& path, const std::string& text) {
