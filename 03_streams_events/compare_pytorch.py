@@ -14,6 +14,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from provenance import line, record  # noqa: E402  (the CSV's first line)
 from workbook_cli import Parser, run  # noqa: E402  (usage errors and bad files: one line, exit 2)
 
 # What this script reads of either program's --json (workbook_cli.shape_error): every time in the
@@ -53,6 +54,7 @@ def main(cpp, pt, csv_path=None):
           f"{'at least as fast' if best_cpp <= best_pt else 'SLOWER'} ({best_pt / best_cpp:.2f}x)")
     if csv_path:
         with open(csv_path, "w", newline="") as f:
+            f.write(line(record()) + "\n")  # the CSV's first line: where its rows came from
             w = csv.writer(f)
             w.writerow(["schedule", "cuda_cpp_ms", "pytorch_ms"])
             w.writerows(rows)

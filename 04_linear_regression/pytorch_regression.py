@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 from workbook_cli import Parser, device_name, finish, integer, number, report_stream, size, timing  # noqa: E402  (cli.h's flag rules)
 from torch_cuda import use_cuda_device  # noqa: E402  (no GPU: 77; no such --device: 2)
+from provenance import record  # noqa: E402  (where the trace came from, as every --json says)
 from regression_torch import make_data, train  # noqa: E402  (the data, the timer and the eager loop, shared with 05)
 
 torch = needs("torch")
@@ -195,7 +196,7 @@ def write_timeline(trace_file, fraction):
              "tid": 1, "ts": float(e["ts"]) - origin, "dur": float(e["dur"])} for e in gpu]
     path = trace_file[:-5] + "_timeline.json" if trace_file.endswith(".json") else trace_file + "_timeline.json"
     with open(path, "w") as f:
-        json.dump({"traceEvents": out}, f, indent=1)
+        json.dump({"traceEvents": out, "provenance": record()}, f, indent=1)
     return path
 
 

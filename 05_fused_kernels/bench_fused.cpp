@@ -243,6 +243,7 @@ void sweep(const Config& base, const std::vector<std::int64_t>& sizes, const std
   j["skipped"] = skipped;
   if (!csv.empty()) {
     std::ostringstream text;
+    text << provenance_line(report.provenance());  // the CSV's first line: where its rows came from
     write_csv(text, rows);
     write_output_file("--csv", csv, text.str());
     out << "wrote " + csv + "\n";

@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 from workbook_cli import Parser, finish, integer, report_stream, name_list, number, size, size_list, timing  # noqa: E402  (cli.h's flag rules)
 from torch_cuda import use_cuda_device  # noqa: E402  (no GPU: 77)
+from provenance import line, record  # noqa: E402  (the CSV's first line)
 from regression_torch import Timer, article_model, make_data, train as train_eager  # noqa: E402  (chapter 04's data, timer, eager loop)
 
 torch = needs("torch")
@@ -232,6 +233,7 @@ def main():
               ", ".join(f"{r['operation']} {r['time_us']['median']:.1f} us" for r in out["breakdown"]))
     if args.csv:
         with open(args.csv, "w", newline="") as f:
+            f.write(line(record()) + "\n")  # the CSV's first line: where its rows came from
             w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
             w.writeheader()
             for r in rows:

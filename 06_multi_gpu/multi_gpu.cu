@@ -34,6 +34,7 @@
 #include "nvtx.h"
 #include "one_shot_exchange.h"
 #include "program.h"
+#include "provenance.h"
 #include "regression_cli.h"
 #include "report.h"
 #include "stream.h"
@@ -526,6 +527,7 @@ int run_ddp(const Options& o, int& argc, char**& argv) {
 int run(int argc, char** argv) {
   Options o;
   if (auto code = parse_options(argc, argv, o)) return *code;
+  workbook::note_library("nccl", workbook::nccl_version());  // named in every result's provenance
   return o.ddp ? run_ddp(o, argc, argv) : run_dp(o);
 }
 

@@ -54,3 +54,33 @@ elif ((benchmark_status != 0)); then
   exit "$benchmark_status"
 fi
 unset benchmark_status benchmark_why benchmark_needs_gpu
+
+# stamped FILE COMMAND...: runs COMMAND with its output (stdout and stderr) on the screen and in
+# FILE, after the provenance line of COMMAND (common/provenance.py; an HTML comment in a .md file).
+# For the text results of the Python scripts and of tools (nvidia-smi, ncu): the C++ programs print
+# their own line. Returns COMMAND's exit status.
+stamped() {
+  local file=$1 markdown=()
+  shift
+  [[ $file == *.md ]] && markdown=(--markdown)
+  {
+    python3 "$(dirname "${BASH_SOURCE[0]}")/provenance.py" "${markdown[@]}" "$@"
+    "$@" 2>&1
+  } | tee "$file"
+  return "${PIPESTATUS[0]}"
+}
+
+# exercise_answers FILE: every exercise checker of this chapter run on the lesson's own answer
+# (BUILD_DIR/exercises/check_*_answer), each verdict under its name, into FILE: what the README's
+# exercises section quotes. Returns 1 if an answer was not judged correct.
+exercise_answers() {
+  local file=$1 checker status=0
+  python3 "$(dirname "${BASH_SOURCE[0]}")/provenance.py" "$build/exercises/check_*_answer" >"$file"
+  for checker in "$build"/exercises/check_*_answer; do
+    [[ -x $checker ]] || continue
+    echo "\$ $(basename "$checker")" >>"$file"
+    "$checker" >>"$file" 2>&1 || status=1
+  done
+  cat "$file"
+  return "$status"
+}

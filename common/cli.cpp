@@ -1,6 +1,8 @@
 // cli.cpp: shared flags and the parse step that maps CLI11's errors to exit codes.
 #include "cli.h"
 
+#include "provenance.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -114,6 +116,7 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
     // Named by its file name, not the path typed: "Usage: linear_regression [OPTIONS]" and "(see
     // linear_regression --help)" read the same whichever folder it was started from.
     if (argc > 0 && app.get_name().empty()) app.name(std::filesystem::path(argv[0]).filename().string());
+    record_command_line(argc, argv);  // for the provenance of what the program writes
     refuse_empty_values(argc, argv);
     refuse_values_for_flags(app, argc, argv);
     app.parse(argc, argv);

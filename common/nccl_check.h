@@ -40,6 +40,14 @@ inline std::string nccl_error_text(ncclResult_t code, const char* expression, co
   throw NcclError(code, nccl_error_text(code, expression, file, line));
 }
 
+// The NCCL library this process loaded, "2.28.3", for the provenance of what a run writes
+// (provenance.h). The headers' version where the library cannot say.
+inline std::string nccl_version() {
+  int code = 0;
+  if (ncclGetVersion(&code) != ncclSuccess) code = NCCL_VERSION_CODE;
+  return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." + std::to_string(code % 100);
+}
+
 }  // namespace workbook
 
 #define NCCL_CHECK(expr)                                                            \

@@ -20,14 +20,15 @@ namespace workbook {
 namespace {
 
 // Whether an existing file is one the workbook writes, and so one a rerun may replace: a JSON
-// object with a "program" (a report) or "traceEvents" (a trace), or a CSV whose first line is a
-// header of plain column names. Anything else (CMakePresets.json, a notes file) is kept.
+// object with a "program" (a report) or "traceEvents" (a trace), or a CSV whose first line is the
+// workbook's provenance line (or, in a CSV from before it had one, a header of plain column names).
+// Anything else (CMakePresets.json, a notes file) is kept.
 bool written_by_the_workbook(const std::string& path, const std::string& extension) {
   std::ifstream in(path);
   if (extension == ".csv") {
     std::string header;
     std::getline(in, header);
-    return std::regex_match(header, std::regex("[a-z_0-9]+(,[a-z_0-9]+)+"));
+    return header.rfind("# provenance: ", 0) == 0 || std::regex_match(header, std::regex("[a-z_0-9]+(,[a-z_0-9]+)+"));
   }
   std::ostringstream text;
   text << in.rdbuf();

@@ -3,6 +3,7 @@
 
 #include "exit_codes.h"
 #include "output_file.h"
+#include "provenance.h"
 
 #include <iostream>
 #include <stdexcept>
@@ -10,7 +11,9 @@
 namespace workbook {
 
 Report::Report(std::string program, std::optional<std::string> json_path)
-    : program_(std::move(program)), json_path_(std::move(json_path)) {}
+    : program_(std::move(program)), json_path_(std::move(json_path)), provenance_(::workbook::provenance()) {  // the free function, not the accessor
+  out() << provenance_line(provenance_);
+}
 
 std::ostream& Report::out() const {
   const bool json_on_stdout = json_path_ && *json_path_ == "-";
@@ -23,6 +26,7 @@ void Report::check(bool ok, const std::string& what) {
 
 int Report::finish() {
   json_["program"] = program_;
+  json_["provenance"] = provenance_;
   json_["passed"] = passed();
   json_["failures"] = failures_;
   if (json_path_) {

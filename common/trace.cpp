@@ -3,6 +3,7 @@
 #include "trace.h"
 
 #include "output_file.h"
+#include "provenance.h"
 
 #include <algorithm>
 #include <limits>
@@ -110,7 +111,7 @@ nlohmann::json chrome_trace(const std::vector<TraceOp>& ops, const std::vector<s
     events.push_back({{"name", op.name}, {"cat", op.category}, {"ph", "X"}, {"pid", kProcess},
                       {"tid", op.track}, {"ts", op.start_us}, {"dur", op.duration_us}});
   }
-  return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+  return {{"traceEvents", events}, {"displayTimeUnit", "ms"}, {"provenance", provenance()}};
 }
 
 void write_chrome_trace(const std::string& path, const std::vector<TraceOp>& ops,

@@ -170,7 +170,7 @@ class FileChecks:
         hold every column named, and each such cell a number."""
         def parse(f):
             try:
-                reader = csv.DictReader(f)
+                reader = csv.DictReader(line for line in f if not line.startswith("# provenance: "))
                 return reader.fieldnames or [], list(reader)
             except csv.Error as e:  # a NUL byte
                 self.fail(f"{path}: not CSV ({e})")
@@ -230,12 +230,13 @@ class FileChecks:
 
 def written_by_the_workbook(path, extension):
     """Whether an existing file is one a rerun may replace, as the C++ programs decide: a JSON object
-    with "program" (a report) or "traceEvents" (a trace), or a CSV whose first line is a header of
-    plain column names."""
+    with "program" (a report) or "traceEvents" (a trace), or a CSV whose first line is the provenance
+    line (or a header of plain column names)."""
     try:
         with open(path, encoding="utf-8") as f:
             if extension == ".csv":
-                return re.fullmatch(r"[a-z_0-9]+(,[a-z_0-9]+)+", f.readline().rstrip("\r\n")) is not None
+                first = f.readline().rstrip("\r\n")
+                return first.startswith("# provenance: ") or re.fullmatch(r"[a-z_0-9]+(,[a-z_0-9]+)+", first) is not None
             j = json.load(f)
     except (OSError, UnicodeDecodeError, ValueError):
         return False
@@ -527,7 +528,10 @@ def timing(samples):
 
 def write_json(target, result):
     """--json [FILE] as the C++ programs take it: the results to FILE, or to stdout for "-" (the
-    script then prints its report on stderr, so that stdout is the JSON alone)."""
+    script then prints its report on stderr, so that stdout is the JSON alone). The object gains
+    "provenance" (common/provenance.py), as every --json of the C++ programs does."""
+    from provenance import record  # beside this file, on the path of every script that imports it
+    result.setdefault("provenance", record())
     text = json.dumps(result, indent=2) + "\n"
     if target == "-":
         sys.__stdout__.write(text)

@@ -14,6 +14,7 @@
 #include "output_file.h"
 #include "program.h"
 #include "program_checks.h"
+#include "provenance.h"
 #include "report.h"
 #include "regression_problem.h"
 #include "stats.h"
@@ -523,6 +524,38 @@ TEST_CASE("Report prints PASS or FAIL last and writes the JSON object") {
     Report report("demo", std::string("/nonexistent-dir/x.json"));
     CHECK_THROWS_WITH(report.finish(), StartsWith("cannot write --json file '/nonexistent-dir/x.json'"));
   }
+}
+
+TEST_CASE("a report starts with its provenance line and writes the same record as \"provenance\"") {
+  CapturedStreams captured;
+  const std::string path = temp_path("provenance.json");
+  Report report("demo", path);
+  CHECK(report.finish() == kExitOk);
+  const std::string first_line = captured.out.str().substr(0, captured.out.str().find('\n') + 1);
+  const nlohmann::json p = read_json(path)["provenance"];
+  CHECK(first_line == provenance_line(p));
+  CHECK_THAT(first_line, StartsWith("# provenance: commit "));
+  for (const char* key : {"commit", "tree", "gpus", "driver", "cuda_runtime", "cuda_toolkit", "libraries", "host", "run",
+                          "date", "command"}) {
+    CAPTURE(key);
+    CHECK(p.contains(key));
+  }
+  CHECK(p["gpus"].is_array());  // empty on a machine without a GPU: a record never fails a run
+  CHECK(p["date"].get<std::string>().size() == 20);  // 2026-11-28T06:10:00Z
+  std::remove(path.c_str());
+}
+
+TEST_CASE("provenance: the command line as typed, workbook paths from its root, odd words quoted") {
+  std::string program = "prog", flag = "--title", title = "it's two words", json = "--json";
+  std::string file = (std::filesystem::current_path() / "x.json").string();
+  char* argv[] = {program.data(), flag.data(), title.data(), json.data(), file.data()};
+  record_command_line(5, argv);
+  note_library("nccl", "2.28.3");
+  const nlohmann::json p = provenance();
+  CHECK_THAT(p["command"].get<std::string>(), StartsWith("prog --title 'it'\\''s two words' --json "));
+  CHECK(p["libraries"]["nccl"] == "2.28.3");
+  CHECK_THAT(provenance_line(p), ContainsSubstring(", nccl 2.28.3, host "));
+  CHECK_THAT(provenance_line(p), EndsWith(": " + p["command"].get<std::string>() + "\n"));
 }
 
 TEST_CASE("an empty DeviceBuffer makes no CUDA call") {

@@ -23,6 +23,7 @@
 #include "bench_options.h"
 #include "bench_plan.h"
 #include "program.h"
+#include "provenance.h"
 #include "rank_environment.h"
 #include "regression_cli.h"
 #include "regression_problem.h"
@@ -757,6 +758,7 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
 int run(int argc, char** argv) {
   Options o;
   if (auto code = parse_options(argc, argv, o)) return *code;
+  workbook::note_library("nccl", workbook::nccl_version());  // named in every result's provenance
   if (o.parts.exchange_rank) return run_exchange_rank(o);
 
   const std::vector<int> devices = pick_devices(o.common.device, o.gpus);
