@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # install-deps.sh: make sure the build dependencies are present; install the missing ones with apt
-# on Debian/Ubuntu (Catch2 v3 from bookworm-backports on Debian 12), or print the exact command.
+# on Debian/Ubuntu (Catch2 v3 from bookworm-backports on Debian 12), or print the exact command;
+# then the README generator (cog) into .venv/, from PyPI, without root.
 #
 #   scripts/install-deps.sh          (run-chapters.sh and run-tests.sh call it first)
 #
@@ -64,12 +65,30 @@ if [[ -z $catch2 || $catch2 -lt 3 ]]; then
   fi
 fi
 
+# The README generator, cog (PyPI's cogapp), goes into a virtual environment of the workbook's own,
+# .venv/ (ignored by git): no root needed, and the system's Python is left as it is.
+readonly cogapp_version=3.6.0
+python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+install_python_tools() {
+  local venv=$workbook_root/.venv
+  if [[ $("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("cogapp"))' 2>/dev/null) == "$cogapp_version" ]]; then
+    return 0
+  fi
+  echo "Installing cogapp $cogapp_version into .venv/ (the README generator)"
+  if ! python3 -m venv "$venv" >/dev/null ||
+     ! "$venv/bin/python" -m pip install -q --disable-pip-version-check "cogapp==$cogapp_version" >/dev/null; then
+    echo "error: could not install cogapp $cogapp_version into .venv/ (python3 -m venv .venv && .venv/bin/pip install cogapp==$cogapp_version)" >&2
+    return 1
+  fi
+}
+
 if ((${#problems[@]})); then
   printf 'error: %s\n' "${problems[@]}" >&2
   exit 1
 fi
 if ((${#missing[@]} + ${#backports[@]} == 0)); then
-  exit 0
+  install_python_tools
+  exit
 fi
 
 backports_list=/etc/apt/sources.list.d/workbook-bookworm-backports.list
@@ -100,3 +119,4 @@ echo "Installing: ${to_install[*]}"
 for command in "${commands[@]}"; do
   "${run_as_root[@]}" "$command" >/dev/null
 done
+install_python_tools

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# regenerate.sh: remake every figure the READMEs quote, from one clean commit on one GPU machine.
+#
+#   scripts/regenerate.sh [--resume] [STEP...]
+#
+# Steps, in order (default: all of them):
+#   build      configure and build everything for this machine's GPUs, in build-regen/build
+#   01 .. 05   the chapter's benchmark.sh on the first GPU (CUDA_VISIBLE_DEVICES=0)
+#   06         06_multi_gpu/benchmark.sh on every GPU (its runs on 1, 2 and 4 of them are its own)
+#   tests      ctest, every label but sanitize; tests-sanitize: the compute-sanitizer cases
+#   install    each chapter's results/ replaced by what this run wrote, then the READMEs' figures
+#              regenerated from it (scripts/docs.sh write)
+# The measuring steps write into build-regen/staged/<chapter>/, never into the tree, so the tree
+# stays clean until install. Test logs go to test-logs/<run>/ (ctest's, compute-sanitizer's).
+#
+# It refuses a tree with uncommitted changes: every result says which commit made it. A lent GPU
+# runs ten minutes at a time, so the run can stop between steps and go on: --resume skips the
+# steps already done by a run of the same commit (build-regen/run.txt says which), and refuses to
+# mix commits. Every program and script records the run's name (WORKBOOK_RUN, e.g.
+# 2026-11-28_4xH100-80GB-HBM3) in its results' provenance, and the READMEs check that a chapter's
+# figures come from one run. Exit 0 when every step asked for passed; 1 when one failed (the run
+# goes on with the next); 2 bad usage; 77 without a GPU.
+set -uo pipefail
+source "$(dirname "$0")/env.sh"
+cd "$workbook_root"
+readonly all_steps=(build 01 02 03 04 05 06 tests tests-sanitize install)
+usage="usage: scripts/regenerate.sh [--resume] [STEP...] (steps: ${all_steps[*]})"
+resume=0
+steps=()
+for arg in "$@"; do
+  case $arg in
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --resume) resume=1 ;;
+    *) if [[ " ${all_steps[*]} " != *" $arg "* ]]; then echo "error: no step '$arg' ($usage)" >&2; exit 2; fi
+       steps+=("$arg") ;;
+  esac
+done
+((${#steps[@]})) || steps=("${all_steps[@]}")
+
+work=$workbook_root/build-regen
+if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]] || ! git rev-parse -q HEAD >/dev/null 2>&1; then
+  echo "error: regenerate.sh needs a git checkout with no uncommitted changes (git status), so that every result names the commit that made it" >&2
+  exit 2
+fi
+commit=$(git rev-parse HEAD)
+needs_gpu=1
+[[ ${steps[*]} == install ]] && needs_gpu=0  # install only copies what a run left, and runs cog
+if ((needs_gpu)) && ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  echo "regenerate.sh needs a GPU: nvidia-smi lists none on this machine" >&2
+  exit 77
+fi
+
+# The run's name: the date and the machine, e.g. 2026-11-28_4xH100-80GB-HBM3.
+if ((resume)) && [[ -f $work/run.txt ]]; then
+  read -r run run_commit <"$work/run.txt"
+  if [[ $run_commit != "$commit" ]]; then
+    echo "error: build-regen/ holds run $run of commit ${run_commit:0:12}, and HEAD is ${commit:0:12}: start again without --resume" >&2
+    exit 2
+  fi
+else
+  ((resume == 0)) || { echo "error: --resume: build-regen/run.txt is missing, so there is no run to go on with" >&2; exit 2; }
+  model=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | sed 's/^NVIDIA //; s/ /-/g')
+  run="$(date -u +%Y-%m-%d)_$(nvidia-smi -L | grep -c '^GPU ')x${model}"
+  rm -rf "$work" && mkdir -p "$work/done" "$work/staged"
+  echo "$run $commit" >"$work/run.txt"
+fi
+export WORKBOOK_RUN=$run
+logs=$workbook_root/test-logs/$run
+mkdir -p "$work/done" "$work/staged" "$logs"
+build=$work/build
+echo "regenerate.sh: run $run, commit ${commit:0:12}; steps: ${steps[*]}"
+
+chapter_dir() { ls -d "$1"_*/ 2>/dev/null | head -1 | sed 's:/$::'; }
+
+run_step() {  # run_step STEP: the step's work; 0 when it passed
+  local step=$1 chapter
+  case $step in
+    build)
+      CUDAARCHS=native cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$work/configure.log" 2>&1 &&
+        cmake --build "$build" -j "$(nproc)" >"$work/build.log" 2>&1 ||
+        { tail -30 "$work/configure.log" "$work/build.log"; return 1; } ;;
+    0[1-5]|06)
+      chapter=$(chapter_dir "$step")
+      rm -rf "$work/staged/$chapter" && mkdir -p "$work/staged/$chapter"
+      if [[ $step == 06 ]]; then
+        "$chapter/benchmark.sh" "$build/$chapter" "$work/staged/$chapter" >"$work/$chapter.log" 2>&1
+      else
+        CUDA_VISIBLE_DEVICES=0 "$chapter/benchmark.sh" "$build/$chapter" "$work/staged/$chapter" >"$work/$chapter.log" 2>&1
+      fi ;;
+    tests)
+      ctest --test-dir "$build" -LE sanitize -j 8 --timeout 900 --output-on-failure \
+        --output-junit "$logs/ctest.xml" >"$logs/ctest.txt" 2>&1 ;;
+    tests-sanitize)
+      ctest --test-dir "$build" -L sanitize -j 8 --timeout 900 --output-on-failure \
+        --output-junit "$logs/ctest_sanitize.xml" >"$logs/ctest_sanitize.txt" 2>&1 ;;
+    install)
+      for chapter in [0-9][0-9]_*/; do
+        chapter=${chapter%/}
+        [[ -d $work/staged/$chapter ]] || { echo "install: no results of $chapter in this run (run step ${chapter:0:2})"; return 1; }
+      done
+      for chapter in [0-9][0-9]_*/; do
+        chapter=${chapter%/}
+        rm -rf "$chapter/results" && cp -r "$work/staged/$chapter" "$chapter/results"
+      done
+      scripts/docs.sh write ;;
+  esac
+}
+
+status=0
+for step in "${steps[@]}"; do
+  # A step is done once per run; the build only while its folder is still there (a fresh machine
+  # that resumes a run builds again).
+  if [[ -f $work/done/$step && $step != install && ($step != build || -f $build/CMakeCache.txt) ]]; then
+    echo "== $step: done earlier in this run"
+    continue
+  fi
+  start=$SECONDS
+  echo "== $step"
+  if run_step "$step"; then
+    touch "$work/done/$step"
+    echo "   passed after $((SECONDS - start)) s"
+  else
+    status=1
+    echo "   FAILED after $((SECONDS - start)) s (logs in build-regen/ and test-logs/$run/)"
+  fi
+done
+grep -hE 'tests passed|tests failed' "$logs"/ctest*.txt 2>/dev/null
+exit "$status"
