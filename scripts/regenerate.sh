@@ -66,7 +66,7 @@ else
 fi
 export WORKBOOK_RUN=$run
 logs=$workbook_root/test-logs/$run
-mkdir -p "$work/done" "$work/staged" "$logs"
+mkdir -p "$work/done" "$work/staged"
 build=$work/build
 echo "regenerate.sh: run $run, commit ${commit:0:12}; steps: ${steps[*]}"
 
@@ -82,21 +82,20 @@ run_step() {  # run_step STEP: the step's work; 0 when it passed
     0[1-5]|06)
       chapter=$(chapter_dir "$step")
       rm -rf "$work/staged/$chapter" && mkdir -p "$work/staged/$chapter"
-      if [[ $step == 06 ]]; then
-        "$chapter/benchmark.sh" "$build/$chapter" "$work/staged/$chapter" >"$work/$chapter.log" 2>&1
-      else
-        CUDA_VISIBLE_DEVICES=0 "$chapter/benchmark.sh" "$build/$chapter" "$work/staged/$chapter" >"$work/$chapter.log" 2>&1
-      fi ;;
+      local gpus=0  # 01-05 on the first GPU; 06 on all of them
+      [[ $step == 06 ]] && gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd,)
+      CUDA_VISIBLE_DEVICES=$gpus "$chapter/benchmark.sh" "$build/$chapter" "$work/staged/$chapter" >"$work/$chapter.log" 2>&1 ||
+        { tail -5 "$work/$chapter.log"; return 1; } ;;
     tests)
-      ctest --test-dir "$build" -LE sanitize -j 8 --timeout 900 --output-on-failure \
+      mkdir -p "$logs" && ctest --test-dir "$build" -LE sanitize -j 8 --timeout 900 --output-on-failure \
         --output-junit "$logs/ctest.xml" >"$logs/ctest.txt" 2>&1 ;;
     tests-sanitize)
-      ctest --test-dir "$build" -L sanitize -j 8 --timeout 900 --output-on-failure \
+      mkdir -p "$logs" && ctest --test-dir "$build" -L sanitize -j 8 --timeout 900 --output-on-failure \
         --output-junit "$logs/ctest_sanitize.xml" >"$logs/ctest_sanitize.txt" 2>&1 ;;
     install)
       for chapter in [0-9][0-9]_*/; do
         chapter=${chapter%/}
-        [[ -d $work/staged/$chapter ]] || { echo "install: no results of $chapter in this run (run step ${chapter:0:2})"; return 1; }
+        [[ -f $work/done/${chapter:0:2} ]] || { echo "install: step ${chapter:0:2} has not passed in this run: no results of $chapter to install"; return 1; }
       done
       for chapter in [0-9][0-9]_*/; do
         chapter=${chapter%/}
