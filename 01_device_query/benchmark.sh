@@ -17,7 +17,7 @@ mkdir -p "$results"
 status=0
 "$build/device_query" --json "$results/device_query.json" | tee "$results/device_query.txt" || status=1
 # What PyTorch reports for the same questions, for the README's side-by-side.
-python3 - "$here/../common" <<'PY' | tee "$results/torch_cuda.txt" || echo "(the PyTorch side did not run: see the error above)"
+stamped "$results/torch_cuda.txt" python3 - "$here/../common" <<'PY' || echo "(the PyTorch side did not run: see the error above)"
 import sys
 sys.path.insert(0, sys.argv[1])
 from workbook_needs import load
@@ -47,6 +47,7 @@ PY
 # Matmuls and an element-wise kernel against the peaks that device_query printed.
 "$build/device_query_bench" --json "$results/device_query_bench.json" | tee "$results/device_query_bench.txt" \
   || status=1
-PYTHONUNBUFFERED=1 python3 "$here/pytorch_matmul.py" --json "$results/pytorch_matmul.json" \
-  | tee "$results/pytorch_matmul.txt" || status=1
+PYTHONUNBUFFERED=1 stamped "$results/pytorch_matmul.txt" python3 "$here/pytorch_matmul.py" --json "$results/pytorch_matmul.json" || status=1
+# The exercises' worked answers, judged by their checkers: the verdicts the README quotes.
+exercise_answers "$results/exercises.txt" || status=1
 exit "$status"

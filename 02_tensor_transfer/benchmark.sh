@@ -23,11 +23,12 @@ status=0
 cat "$results/tensor_transfer.txt"
 "$bench" --json "$results/tensor_transfer_bench.json" >"$results/tensor_transfer_bench.txt" 2>&1 || status=$?
 cat "$results/tensor_transfer_bench.txt"
-PYTHONUNBUFFERED=1 python3 "$here/pytorch_transfer.py" --json "$results/pytorch_transfer.json" \
-  >"$results/pytorch_transfer.txt" 2>&1 || status=$?
+PYTHONUNBUFFERED=1 stamped "$results/pytorch_transfer.txt" python3 "$here/pytorch_transfer.py" --json "$results/pytorch_transfer.json" >/dev/null || status=$?
 cat "$results/pytorch_transfer.txt"
 if [[ -f $results/tensor_transfer_bench.json && -f $results/pytorch_transfer.json ]]; then
-  python3 "$here/plot_transfer.py" "$results/tensor_transfer_bench.json" "$results/pytorch_transfer.json" \
-    "$results/transfer_bandwidth.png" | tee "$results/comparison.txt" || status=$?
+  stamped "$results/comparison.txt" python3 "$here/plot_transfer.py" "$results/tensor_transfer_bench.json" "$results/pytorch_transfer.json" \
+    "$results/transfer_bandwidth.png" || status=$?
 fi
+# The exercises' worked answers, judged by their checkers: the verdicts the README quotes.
+exercise_answers "$results/exercises.txt" || status=1
 exit "$status"

@@ -25,7 +25,7 @@ fi
 
 # The speed targets of the asynchrony, waits and calibration sections, judged on this run (the
 # tests only check that each was measured: a neighbour on the GPU moves these numbers).
-python3 - "$results/streams_events.json" <<'PY' | tee "$results/targets.txt" || true
+stamped "$results/targets.txt" python3 - "$results/streams_events.json" <<'PY' || true
 import json, sys
 j = json.load(open(sys.argv[1]))
 verdict = lambda ok: "met" if ok else "NOT met"
@@ -57,11 +57,11 @@ iterations_slower_copy=$(workload calibration iterations_for_slower_copy)
 # The timeline of the same workload: K = 4 and the article's two streams, traced.
 "$bench" --iterations "$iterations" --trace "$results/trace.json" --json "$results/timeline.json" |
   tee "$results/timeline.txt" || echo "streams_events_bench exit status: $?" | tee -a "$results/timeline.txt"
-PYTHONUNBUFFERED=1 python3 "$here/pytorch_streams.py" --iterations "$iterations" \
-  --json "$results/pytorch_streams.json" | tee "$results/pytorch_streams.txt" ||
+PYTHONUNBUFFERED=1 stamped "$results/pytorch_streams.txt" python3 "$here/pytorch_streams.py" --iterations "$iterations" \
+  --json "$results/pytorch_streams.json" ||
   echo "pytorch_streams.py exit status: $?" | tee -a "$results/pytorch_streams.txt"
-python3 "$here/compare_pytorch.py" "$results/streams_events.json" "$results/pytorch_streams.json" \
-  "$results/comparison.csv" | tee "$results/comparison.txt" ||
+stamped "$results/comparison.txt" python3 "$here/compare_pytorch.py" "$results/streams_events.json" "$results/pytorch_streams.json" \
+  "$results/comparison.csv" ||
   echo "compare_pytorch.py exit status: $? (1: not the same workload)" | tee -a "$results/comparison.txt"
 
 # The missing-wait bug: the program's own check must catch it (exit 1, last line FAIL).
@@ -87,9 +87,10 @@ echo "--drop-wait exit status: $status (1 expected)" | tee -a "$results/drop_wai
 small=(--iterations "$iterations" --chunks 512 --chunk-elements 131072)
 "$program" "${small[@]}" --json "$results/small_chunks_cpp.json" >"$results/small_chunks_cpp.txt" 2>&1 ||
   echo "small-chunk C++ run: exit $?"
-python3 "$here/pytorch_streams.py" "${small[@]}" --json "$results/small_chunks_pytorch.json" \
-  >"$results/small_chunks_pytorch.txt" 2>&1 || echo "small-chunk PyTorch run: exit $?"
-python3 "$here/compare_pytorch.py" "$results/small_chunks_cpp.json" "$results/small_chunks_pytorch.json" \
-  | tee "$results/small_chunks_comparison.txt" || true
+stamped "$results/small_chunks_pytorch.txt" python3 "$here/pytorch_streams.py" "${small[@]}" --json "$results/small_chunks_pytorch.json" >/dev/null || echo "small-chunk PyTorch run: exit $?"
+stamped "$results/small_chunks_comparison.txt" python3 "$here/compare_pytorch.py" "$results/small_chunks_cpp.json" "$results/small_chunks_pytorch.json" || true
 
 python3 "$here/plot_trace.py" "$results/trace.json" "$results/timeline.png"
+
+# The exercises' worked answers, judged by their checkers: the verdicts the README quotes.
+exercise_answers "$results/exercises.txt"
