@@ -23,20 +23,21 @@ export PYTHONUNBUFFERED=1
 "$bench" --breakdown --trace "$results/trace.json" --json "$results/breakdown.json" | tee "$results/breakdown.txt" \
   || status=1
 "$bench" --barrier --json "$results/barrier.json" | tee "$results/barrier.txt" || status=1
-python3 "$here/pytorch_fused.py" --csv "$results/pytorch_sweep.csv" --json "$results/pytorch_sweep.json" \
-  | tee "$results/pytorch_sweep.txt" || status=1
+stamped "$results/pytorch_sweep.txt" python3 "$here/pytorch_fused.py" --csv "$results/pytorch_sweep.csv" --json "$results/pytorch_sweep.json" || status=1
 
 # The fused kernel of variant 4 at 50M points: achieved DRAM throughput by the hardware counters.
 # The 4th launch is profiled (the first three are the check run's). lr is small so that 8 epochs
 # at 50M points stay finite (see sweep_lr).
 if command -v ncu >/dev/null; then
-  timeout 60 ncu --clock-control none --kernel-name regex:fused_sums_kernel --launch-skip 3 --launch-count 1 \
+  stamped "$results/ncu_fused_50M.txt" timeout 60 ncu --clock-control none --kernel-name regex:fused_sums_kernel --launch-skip 3 --launch-count 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis \
     "$program" --points 50000000 --epochs 8 --lr 0.0001 --variant 4 --repeats 1 --copy-mib 64 \
-    >"$results/ncu_fused_50M.txt" 2>&1 || echo "ncu exited with $?" >>"$results/ncu_fused_50M.txt"
+    >/dev/null || echo "ncu exited with $?" >>"$results/ncu_fused_50M.txt"
 fi
 
-python3 "$here/plot_fused.py" "$results" | tee "$results/summary.md" || status=1
+stamped "$results/summary.md" python3 "$here/plot_fused.py" "$results" || status=1
 python3 "$here/../03_streams_events/plot_trace.py" "$results/trace.json" "$results/trace.png" \
   "fused_kernels_bench --trace: CUDA event timestamps per variant and stream" || status=1
+# The exercises' worked answers, judged by their checkers: the verdicts the README quotes.
+exercise_answers "$results/exercises.txt" || status=1
 exit $status
