@@ -11,7 +11,8 @@
 # each of the three exchanges and on chip, then stops it); network (the 2-rank ddp run again with
 # NCCL's network transport forced: sockets over loopback, what ranks on two hosts without
 # InfiniBand would use); nccl_tests (all_reduce_perf -b 8 -e 1G -f 8 -n 20 -w 5, when it is
-# installed); plot (plots and summary.md from whatever RESULTS_DIR holds).
+# installed); exercises (the worked answers' verdicts, exercises.txt); plot (plots and summary.md
+# from whatever RESULTS_DIR holds).
 # STEPS (or the STEPS environment variable) is a comma list of those names, default all of them,
 # so that the measurement can be split over two runs into the same RESULTS_DIR, e.g.
 #   benchmark.sh build/06_multi_gpu 06_multi_gpu/results topology,allreduce,nccl_tests,plot
@@ -21,7 +22,7 @@
 # GPUs counted are those this process may use: CUDA_VISIBLE_DEVICES when set, else nvidia-smi's.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-all_steps=topology,allreduce,dp,ddp,mpi,exchange,scaling,fault,network,nccl_tests,plot
+all_steps=topology,allreduce,dp,ddp,mpi,exchange,scaling,fault,network,nccl_tests,exercises,plot
 # Called by benchmark_start.sh before it looks for a GPU: a misspelt step is a usage error, not a
 # run that measures nothing.
 benchmark_check_args() {
@@ -54,7 +55,7 @@ else
 fi
 echo "benchmark.sh: $gpus GPU(s) usable; steps ${steps//,/ }"
 status=0
-nvidia-smi topo -m >"$results/nvidia_smi_topo.txt" 2>&1 || true
+stamped "$results/nvidia_smi_topo.txt" nvidia-smi topo -m >/dev/null || true
 
 if step topology; then
   "$bench" topology --json "$results/topology.json" | tee "$results/topology.txt" || status=1
@@ -68,14 +69,13 @@ fi
 if step dp; then
   "$program" dp --json "$results/dp.json" | tee "$results/dp.txt" || status=1
   # PyTorch's own nn.DataParallel (scatter, replicate, gather every step) on the same GPUs.
-  python3 "$here/pytorch_data_parallel.py" --json "$results/pytorch_data_parallel.json" \
-    | tee "$results/pytorch_data_parallel.txt" || status=1
+  stamped "$results/pytorch_data_parallel.txt" python3 "$here/pytorch_data_parallel.py" --json "$results/pytorch_data_parallel.json" || status=1
 fi
 if step ddp; then
   for n in 1 2 4; do
     (( n <= gpus )) || continue
     "$bench" ddp --nproc "$n" --json "$results/ddp_${n}.json" | tee "$results/ddp_${n}.txt" || status=1
-    python3 "$here/pytorch_ddp.py" --nproc "$n" --json "$results/ddp_pytorch_${n}.json" | tee "$results/ddp_pytorch_${n}.txt" || status=1
+    stamped "$results/ddp_pytorch_${n}.txt" python3 "$here/pytorch_ddp.py" --nproc "$n" --json "$results/ddp_pytorch_${n}.json" || status=1
     if (( n > 1 )); then  # the same run with non-blocking communicators, for the README's comparison
       "$bench" ddp --nproc "$n" --nccl-nonblocking --json "$results/nonblocking_ddp_${n}.json" \
         >"$results/nonblocking_ddp_${n}.txt" 2>&1 || status=1
@@ -108,14 +108,13 @@ if step exchange; then
   for n in 2 4; do
     (( n <= gpus )) || continue
     for x in nccl symm_mem; do
-      python3 "$here/pytorch_ddp.py" --nproc "$n" --exchange "$x" --json "$results/exchange_pytorch_${x}_${n}.json" \
-        | tee "$results/exchange_pytorch_${x}_${n}.txt" || { rc=$?; (( rc == 77 )) || status=1; }
+      stamped "$results/exchange_pytorch_${x}_${n}.txt" python3 "$here/pytorch_ddp.py" --nproc "$n" --exchange "$x" --json "$results/exchange_pytorch_${x}_${n}.json" || { rc=$?; (( rc == 77 )) || status=1; }
     done
   done
 fi
 if step scaling; then
   "$bench" scaling --repeats 3 --json "$results/scaling.json" | tee "$results/scaling.txt" || status=1
-  python3 "$here/pytorch_ddp.py" --scaling --repeats 3 --json "$results/pytorch_scaling.json" | tee "$results/pytorch_scaling.txt" || status=1
+  stamped "$results/pytorch_scaling.txt" python3 "$here/pytorch_ddp.py" --scaling --repeats 3 --json "$results/pytorch_scaling.json" || status=1
 fi
 # The fault, from outside as a crash arrives: the launcher kills rank 1 of 2 (SIGKILL) one second
 # into its training loop, with each of the three exchanges; then stops it (SIGSTOP, a hang) with
@@ -153,10 +152,13 @@ fi
 if step nccl_tests && command -v all_reduce_perf >/dev/null; then
   for n in 2 4; do
     (( n <= gpus )) || continue
-    timeout 120 all_reduce_perf -b 8 -e 1G -f 8 -n 20 -w 5 -g "$n" >"$results/nccl_tests_${n}gpus.txt" 2>&1 || true
+    stamped "$results/nccl_tests_${n}gpus.txt" timeout 120 all_reduce_perf -b 8 -e 1G -f 8 -n 20 -w 5 -g "$n" >/dev/null || true
   done
 fi
+if step exercises; then
+  exercise_answers "$results/exercises.txt" || status=1
+fi
 if step plot; then
-  python3 "$here/plot_multi_gpu.py" "$results" | tee "$results/summary.md" || status=1
+  stamped "$results/summary.md" python3 "$here/plot_multi_gpu.py" "$results" || status=1
 fi
 exit $status
