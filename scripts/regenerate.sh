@@ -51,8 +51,8 @@ if ((needs_gpu)) && ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
 fi
 
 # The run's name: the date and the machine, e.g. 2026-11-28_4xH100-80GB-HBM3. install alone
-# goes on with the run there is; it may run at a later commit that changed only READMEs (the
-# generated text is what comes after a run, on any machine with cog).
+# goes on with the run there is; it may run at a later commit that changed only READMEs, tests and
+# test logs (nothing that makes a result), on any machine with cog.
 ((needs_gpu)) || resume=1
 if ((resume)) && [[ -f $work/run.txt ]]; then
   read -r run run_commit <"$work/run.txt"
@@ -60,7 +60,8 @@ if ((resume)) && [[ -f $work/run.txt ]]; then
     echo "error: build-regen/ holds run $run of commit ${run_commit:0:12}, and HEAD is ${commit:0:12}: start again without --resume" >&2
     exit 2
   fi
-  code_changes=$(git diff --name-only "$run_commit" HEAD 2>/dev/null | grep -v 'README\.md$' | head -3 | paste -sd' ')
+  code_changes=$(git diff --name-only "$run_commit" HEAD 2>/dev/null | grep -vE '(^|/)README\.md$|^tests/|^test-logs/' |
+    head -3 | paste -sd' ')
   if [[ -n $code_changes ]] || ! git cat-file -e "$run_commit" 2>/dev/null; then
     echo "error: run $run measured commit ${run_commit:0:12}; HEAD has changed more than READMEs since (${code_changes:-that commit is not here}): measure again" >&2
     exit 2

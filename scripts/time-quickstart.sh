@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# time-quickstart.sh: the README's two Quick start commands on a fresh clone of this commit, timed,
+# as a newcomer runs them (what .ci/run runs). The log, with its provenance line and the wall time
+# at the end, goes to test-logs/<date>_<machine>/quickstart.txt, where the README's figure is read.
+#
+#   scripts/time-quickstart.sh
+#
+# It needs a tree with no uncommitted changes (the clone is of the commit). Exit: the commands'.
+set -uo pipefail
+source "$(dirname "$0")/env.sh"
+cd "$workbook_root"
+case ${1:-} in
+  -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
+if (($# > 0)); then echo "error: time-quickstart.sh takes no arguments (see scripts/time-quickstart.sh --help)" >&2; exit 2; fi
+if [[ -n $(git status --porcelain --untracked-files=no) ]]; then
+  echo "error: time-quickstart.sh times a clone of the commit: commit or stash the changes first" >&2
+  exit 2
+fi
+if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  machine="$(nvidia-smi -L | grep -c '^GPU ')x$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | sed 's/^NVIDIA //; s/ /-/g')"
+else
+  machine="$(nproc)-core-no-GPU"
+fi
+logs=$workbook_root/test-logs/$(date -u +%Y-%m-%d)_$machine
+mkdir -p "$logs"
+clone=$(mktemp -d)
+trap 'rm -rf "$clone"' EXIT
+git clone -q "$workbook_root" "$clone/workbook"
+log=$logs/quickstart.txt
+python3 common/provenance.py bash .ci/run >"$log"
+start=$SECONDS
+(cd "$clone/workbook" && bash .ci/run) >>"$log" 2>&1
+status=$?
+elapsed=$((SECONDS - start))
+echo "quickstart: exit $status after $elapsed s ($((elapsed / 60)) min $((elapsed % 60)) s) on a fresh clone" | tee -a "$log"
+exit "$status"
