@@ -18,6 +18,7 @@
 #include "gpu_probe.h"
 #include "nvtx.h"
 #include "program.h"
+#include "provenance.h"
 #include "report.h"
 #include "stats.h"
 #include "sweep.h"
