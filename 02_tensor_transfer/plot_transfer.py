@@ -12,7 +12,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import PLOT_FORMATS, Parser, run  # noqa: E402  (usage errors and bad files: one line, exit 2)
+from workbook_cli import PLOT_FORMATS, Parser, run, save_figure  # noqa: E402  (usage errors and bad files: one line, exit 2)
 
 plt = needs("matplotlib.pyplot")
 
@@ -81,7 +81,7 @@ def main():
     axes[1].legend(loc="lower right", fontsize=8)
     fig.suptitle(f"Copy bandwidth on {cpp['device']}")
     fig.tight_layout()
-    fig.savefig(args.png, dpi=110)
+    save_figure(fig, args.png, dpi=110)
     print(f"wrote {args.png}")
 
     print("targets (same run):")

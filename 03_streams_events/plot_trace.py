@@ -18,7 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import PLOT_FORMATS, Parser, run  # noqa: E402  (usage errors and bad files: one line, exit 2)
+from workbook_cli import PLOT_FORMATS, Parser, run, save_figure  # noqa: E402  (usage errors and bad files: one line, exit 2)
 
 plt = needs("matplotlib.pyplot")  # the Agg backend: no display on the GPU machine
 patches = needs("matplotlib.patches")
@@ -78,7 +78,7 @@ def main(names, ops, png_path, title=DEFAULT_TITLE):
     fig.legend(handles=[patches.Patch(color=COLOURS[c], label=LABELS[c]) for c in used], loc="upper right", ncol=len(used))
     fig.suptitle(title, x=0.01, ha="left")
     fig.tight_layout(rect=(0, 0, 1, 0.95))
-    fig.savefig(png_path, dpi=120)
+    save_figure(fig, png_path, dpi=120)
     print(f"wrote {png_path}: {len(ops)} operations on {len(names)} tracks")
 
 

@@ -14,7 +14,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import results_folder_arguments, run  # noqa: E402  (usage errors and bad files: one line, exit 2)
+from provenance import line, record  # noqa: E402  (summary.md's first line)
+from workbook_cli import results_folder_arguments, run, save_figure  # noqa: E402  (usage errors and bad files: one line, exit 2)
 
 plt = needs("matplotlib.pyplot")
 
@@ -101,7 +102,7 @@ def main(runs, notes, out):
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "loss_curves.png"), dpi=120)
+    save_figure(fig, os.path.join(out, "loss_curves.png"), dpi=120)
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
     labels = [label for _, label, _ in runs]
@@ -120,7 +121,7 @@ def main(runs, notes, out):
     right.set_title("per-operation time, one epoch")
     right.legend()
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "times.png"), dpi=120)
+    save_figure(fig, os.path.join(out, "times.png"), dpi=120)
 
     lines = ["| run | device | training time, median (min-max) | per epoch: forward / loss / backward / step (µs) "
              "| w | b | test MSE |", "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -138,6 +139,7 @@ def main(runs, notes, out):
                      f"|w - w_torch| / |w| = {relative(p['w'], c['w']):.2g}, "
                      f"|b - b_torch| / |b| = {relative(p['b'], c['b']):.2g}")
     with open(os.path.join(out, "summary.md"), "w") as f:
+        f.write(line(record(), markdown=True) + "\n")  # where the table came from, hidden when rendered
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

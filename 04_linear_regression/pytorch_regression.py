@@ -146,6 +146,16 @@ def setup_costs(args, device, log):
     return rows
 
 
+def add_provenance(trace_file):
+    """torch.profiler writes its own JSON: the record of where it came from is added to it, as to
+    every JSON the workbook writes."""
+    with open(trace_file) as f:
+        trace = json.load(f)
+    trace["provenance"] = record()
+    with open(trace_file, "w") as f:
+        json.dump(trace, f)
+
+
 def profile(args, data, device, log):
     """Runs a few epochs under torch.profiler, writes the Chrome trace, returns what it shows."""
     from torch.profiler import ProfilerActivity
@@ -155,6 +165,7 @@ def profile(args, data, device, log):
     with torch.profiler.profile(activities=activities) as prof:
         train(short, data, device)
     prof.export_chrome_trace(args.profile)
+    add_provenance(args.profile)
     sort_key = "cuda_time_total" if device.type == "cuda" else "cpu_time_total"
     print(f"torch.profiler, {short.epochs} epochs (trace: {args.profile}):", file=log)
     print(prof.key_averages().table(sort_by=sort_key, row_limit=12), file=log)

@@ -16,7 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import results_folder_arguments, run  # noqa: E402  (usage errors and bad files: one line, exit 2)
+from workbook_cli import results_folder_arguments, run, save_figure  # noqa: E402  (usage errors and bad files: one line, exit 2)
 
 plt = needs("matplotlib.pyplot")
 
@@ -85,7 +85,7 @@ def main(cuda, torch_rows, fused, pyt, sweep, out):
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "time_vs_size.png"), dpi=120)
+    save_figure(fig, os.path.join(out, "time_vs_size.png"), dpi=120)
 
     # Chart 2: per-operation bars (microseconds per epoch) at 5M points.
     order = ["forward", "loss", "backward", "step", "fused kernel", "update"]  # JSON objects may sort keys
@@ -120,7 +120,7 @@ def main(cuda, torch_rows, fused, pyt, sweep, out):
         ax.set_title("Where one epoch's time goes", fontsize=10)
         ax.legend(fontsize=8)
         fig.tight_layout()
-        fig.savefig(os.path.join(out, "per_operation.png"), dpi=120)
+        save_figure(fig, os.path.join(out, "per_operation.png"), dpi=120)
 
     # The table: per size, every CUDA variant and PyTorch mode (ms for 200 epochs).
     variants = []

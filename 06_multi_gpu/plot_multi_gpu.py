@@ -20,7 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import results_folder_arguments  # noqa: E402  (usage errors: one line, exit 2)
+from workbook_cli import results_folder_arguments, save_figure  # noqa: E402  (usage errors: one line, exit 2)
 
 plt = needs("matplotlib.pyplot")
 
@@ -155,7 +155,7 @@ def allreduce_part(results, lines):
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
         fig.tight_layout()
-        fig.savefig(os.path.join(OUT[0], "allreduce_busbw.png"), dpi=120)
+        save_figure(fig, os.path.join(OUT[0], "allreduce_busbw.png"), dpi=120)
     plt.close(fig)
 
 
@@ -202,7 +202,7 @@ def scaling_part(results, lines):
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.savefig(os.path.join(OUT[0], "scaling.png"), dpi=120)
+    save_figure(fig, os.path.join(OUT[0], "scaling.png"), dpi=120)
     plt.close(fig)
 
 
@@ -333,7 +333,7 @@ def exchange_part(results, lines):
     ax.set_title("the epoch's exchange alone: 3 floats (PyTorch: 4)", fontsize=10)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(os.path.join(OUT[0], "exchange.png"), dpi=120)
+    save_figure(fig, os.path.join(OUT[0], "exchange.png"), dpi=120)
     plt.close(fig)
     for r in alone:
         # An exchange that ran as another (a fallback) says so; the empty kernel is no exchange at all.
@@ -395,7 +395,7 @@ def on_chip_part(results, j, epochs, lines):
     ax.set_title("training on chip: one GPU's room, two GPUs' room", fontsize=10)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(os.path.join(OUT[0], "on_chip.png"), dpi=120)
+    save_figure(fig, os.path.join(OUT[0], "on_chip.png"), dpi=120)
     plt.close(fig)
     at = {(r["mode"], r["gpus"]): r["us_per_epoch"] for r in rows if r["points"] == 10_000_000}
     if ("on_chip", 2) in at and ("one_gpu_best", 1) in at:

@@ -62,11 +62,15 @@ std::string version_text(int version) {  // CUDA's 13000 -> "13.0"
 // The kernel module's version ("580.159.04"), as nvidia-smi shows it; where that file is missing
 // (another OS, a container without it), the CUDA version the driver supports.
 std::string driver_version() {
+  // "NVRM version: NVIDIA UNIX [Open Kernel Module for x86_64|x86_64 Kernel Module]  580.159.04  ...":
+  // the first word after "Module" made of digits and dots.
   std::ifstream file("/proc/driver/nvidia/version");
-  std::string word, previous;
-  while (file >> word) {
-    if (previous == "Module") return word;  // "... Kernel Module  580.159.04  Release Build ..."
-    previous = word;
+  bool after_module = false;
+  for (std::string word; file >> word;) {
+    after_module = after_module || word == "Module";
+    if (after_module && word.find('.') != std::string::npos && word.find_first_not_of("0123456789.") == std::string::npos) {
+      return word;
+    }
   }
   int version = 0;
   if (cudaDriverGetVersion(&version) == cudaSuccess && version > 0) return "CUDA " + version_text(version);

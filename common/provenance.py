@@ -61,8 +61,10 @@ def _driver():
     try:
         with open("/proc/driver/nvidia/version") as f:
             words = f.read().split()
-        return words[words.index("Module") + 1]
-    except (OSError, ValueError, IndexError):
+        # "NVRM version: NVIDIA UNIX [Open Kernel Module for x86_64|x86_64 Kernel Module]  580.159.04 ...":
+        # the first word after "Module" made of digits and dots.
+        return next(w for w in words[words.index("Module"):] if "." in w and w.replace(".", "").isdigit())
+    except (OSError, ValueError, StopIteration):
         return _output(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]) or "none"
 
 

@@ -541,6 +541,15 @@ def write_json(target, result):
             f.write(text)
 
 
+def save_figure(fig, path, dpi=120):
+    """fig.savefig, with the provenance line (common/provenance.py) in the file's metadata where the
+    format keeps text (PNG and SVG "Description", PDF "Subject"): a figure, like every result,
+    says where it came from."""
+    from provenance import line, record
+    key = {".png": "Description", ".svg": "Description", ".pdf": "Subject"}.get(os.path.splitext(path)[1].lower())
+    fig.savefig(path, dpi=dpi, metadata={key: line(record())[2:]} if key else None)
+
+
 def run(main):
     """sys.exit(main()), with an OSError after the checks (a full disk, a file removed meanwhile) as
     one line and exit 1 (a run-time failure), not a traceback."""
