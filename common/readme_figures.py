@@ -180,14 +180,17 @@ class Results:
         """The README's last block: which run made the figures above. More than one run (or a file
         without provenance) is written as MIXED PROVENANCE, which the docs check refuses, unless
         `mixed` says why the README quotes several runs. `also`: other Results this README read."""
-        records = {}
+        records, machines = {}, {}
         for results in (self, *also):
             for name, record in sorted(results.read.items()):
                 key = None if record is None else (record["commit"], record["tree"], record["run"])
                 records.setdefault(key, (record, []))[1].append(f"{results.folder}/{name}")
+                if record is not None:  # a run's programs see 1 GPU or all of them: name each way once
+                    machines.setdefault(key, {})[record["gpus"]] = True
         def describe(record):
+            key = (record["commit"], record["tree"], record["run"])
             run = f"run {record['run']}" if record["run"] else "no regeneration run"
-            return f"{run} ({record['gpus']}, {record['date']}) at commit {record['commit']} ({record['tree']})"
+            return f"{run} ({' and '.join(machines[key])}, {record['date']}) at commit {record['commit']} ({record['tree']})"
         if list(records) == [None] or not records:
             paragraph(f"{MIXED}: no file read here carries a provenance record.")
             return

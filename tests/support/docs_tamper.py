@@ -2,15 +2,17 @@
 
     python3 tests/support/docs_tamper.py README.md 01_device_query/README.md ...
 
-For each README: (1) one digit of a generated figure is changed, in a copy beside the original,
-and cog --check must fail on the copy; (2) a typed figure is added to its prose, and
-readme_figures' check must name it. Exit 0 when both are caught in every README, 1 otherwise
-(naming the README), 77 without cog.
+For each generated block of each README that holds a measured figure, one digit of its first
+figure is changed, in a copy of the README, and cog --check must find that copy changed; and a
+typed figure added to each README's prose must be named by readme_figures' check. Exit 0 when every
+change is caught, 1 otherwise (naming each one that was not), 77 without cog.
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "common"))
@@ -21,21 +23,30 @@ if not os.path.exists(PYTHON):
     PYTHON = sys.executable
 
 
-def generated_figure_line(lines):
-    """The index of the first generated line holding a measured figure, and the figure's match."""
-    state = "prose"
+def generated_figures(lines):
+    """(line index, figure match) of the first measured figure in each generated block's output."""
+    found, state, taken = [], "prose", False
     for i, line in enumerate(lines):
         if state == "prose" and "[[[cog" in line:
             state = "output" if "]]]" in line[line.index("[[[cog") + 6:] else "code"
+            taken = False
         elif state == "code" and "]]]" in line:
-            state = "output"
+            state, taken = "output", False
         elif state == "output" and "[[[end]]]" in line:
             state = "prose"
-        elif state == "output":
+        elif state == "output" and not taken:
             m = readme_figures.MEASURED.search(line)
             if m:
-                return i, m
-    return None, None
+                found.append((i, m))
+                taken = True
+    return found
+
+
+def tampered(lines, i, m):
+    """`lines` with one digit of the figure `m` on line i changed."""
+    digit = next(k for k in range(m.start(), m.end()) if lines[i][k].isdigit())
+    changed = str((int(lines[i][digit]) + 1) % 10)
+    return lines[:i] + [lines[i][:digit] + changed + lines[i][digit + 1:]] + lines[i + 1:]
 
 
 def main(readmes):
@@ -45,34 +56,31 @@ def main(readmes):
         if PYTHON == sys.executable:
             print("docs_tamper.py needs cog (PyPI's cogapp): scripts/install-deps.sh installs it into .venv/")
             return 77
-    failures = []
-    for readme in readmes:
-        path = os.path.join(ROOT, readme)
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().split("\n")
-        i, m = generated_figure_line(lines)
-        if i is None:
-            continue  # a README without a generated figure has nothing to tamper with
-        digit = next(k for k in range(m.start(), m.end()) if lines[i][k].isdigit())
-        changed = str((int(lines[i][digit]) + 1) % 10)
-        tampered = lines[:i] + [lines[i][:digit] + changed + lines[i][digit + 1:]] + lines[i + 1:]
-        copy = os.path.join(os.path.dirname(path), ".tampered_README.md")
-        try:
-            with open(copy, "w", encoding="utf-8") as f:
-                f.write("\n".join(tampered))
-            done = subprocess.run([PYTHON, "-m", "cogapp", "--check", "-I", os.path.join(ROOT, "common"), copy],
-                                  capture_output=True, text=True)
-        finally:
-            os.remove(copy)
-        if done.returncode == 0:
-            failures.append(f"{readme}:{i + 1}: a changed digit in '{m.group(0)}' passed cog --check")
-        typed = "\n".join(lines) + "\nA typed figure: 12.5 ms.\n"
-        if not readme_figures.typed_figures(typed):
-            failures.append(f"{readme}: a typed '12.5 ms' in its prose passed the check")
-        print(f"{readme}: a changed '{m.group(0)}' (line {i + 1}) and a typed figure are both caught")
+    failures, copies = [], {}
+    folder = tempfile.mkdtemp()
+    try:
+        for readme in readmes:
+            with open(os.path.join(ROOT, readme), encoding="utf-8") as f:
+                lines = f.read().split("\n")
+            for n, (i, m) in enumerate(generated_figures(lines)):
+                copy = os.path.join(folder, f"{readme.replace('/', '_')}.{n}.md")
+                with open(copy, "w", encoding="utf-8") as f:
+                    f.write("\n".join(tampered(lines, i, m)))
+                copies[copy] = f"{readme}:{i + 1}: '{m.group(0)}'"
+            if not readme_figures.typed_figures("\n".join(lines) + "\nA typed figure: 12.5 ms.\n"):
+                failures.append(f"{readme}: a typed '12.5 ms' in its prose passed the check")
+        # One cog for every copy: it names each file it finds changed.
+        done = subprocess.run([PYTHON, "-m", "cogapp", "--check", "-I", os.path.join(ROOT, "common"), *copies],
+                              capture_output=True, text=True)
+        caught = {line.split()[1] for line in done.stdout.splitlines() if line.endswith("(changed)")}
+    finally:
+        shutil.rmtree(folder)
+    failures += [f"{where}: a changed digit passed cog --check" for copy, where in copies.items() if copy not in caught]
+    print(f"{len(copies) - len(failures)} of {len(copies)} changed figures (one in each generated block of "
+          f"{len(readmes)} READMEs) caught by cog --check; a typed figure caught in each README")
     for f in failures:
         print(f"error: {f}")
-    return 1 if failures else 0
+    return 1 if failures or not copies else 0
 
 
 if __name__ == "__main__":

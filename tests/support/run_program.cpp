@@ -148,4 +148,10 @@ std::string last_line(const std::string& text) {
   return text.substr(begin, end + 1 - begin);
 }
 
+std::string report_after_provenance(const std::string& text) {
+  if (text.rfind("# provenance: ", 0) != 0) return text;
+  const std::size_t newline = text.find('\n');
+  return newline == std::string::npos ? "" : text.substr(newline + 1);
+}
+
 }  // namespace workbook::testing

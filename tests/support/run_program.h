@@ -55,4 +55,8 @@ nlohmann::json take_json(const std::string& path);
 // The last non-empty line of `text` (the PASS / FAIL verdict of a workbook program).
 std::string last_line(const std::string& text);
 
+// A program's report without its first line when that is the provenance line ("# provenance: ..."),
+// for checks of what the report itself says ("provenance" holds "nan", say).
+std::string report_after_provenance(const std::string& text);
+
 }  // namespace workbook::testing
