@@ -161,6 +161,15 @@ void trace_to_file(FusedTraining& gpu, const std::vector<Variant>& variants, con
                             {"tracks", layout.tracks}, {"variants", table.json()}};
 }
 
+// The sweep's rows as CSV, after the provenance line: where the rows came from.
+void write_sweep_csv(const std::string& path, const std::vector<SweepRow>& rows, const Report& report) {
+  std::ostringstream text;
+  text << provenance_line(report.provenance());
+  write_csv(text, rows);
+  write_output_file("--csv", path, text.str());
+  report.out() << "wrote " + path + "\n";
+}
+
 // --sweep: per size, the data, the float64 reference on a host thread (the large sizes take
 // seconds each, so they run side by side), and the first run of every variant; then each first
 // run checked, and those that passed timed.
@@ -242,13 +251,7 @@ void sweep(const Config& base, const std::vector<std::int64_t>& sizes, const std
   j["sweep"] = nlohmann::json::array();
   for (const SweepRow& r : rows) j["sweep"].push_back(to_json(r));
   j["skipped"] = skipped;
-  if (!csv.empty()) {
-    std::ostringstream text;
-    text << provenance_line(report.provenance());  // the CSV's first line: where its rows came from
-    write_csv(text, rows);
-    write_output_file("--csv", csv, text.str());
-    out << "wrote " + csv + "\n";
-  }
+  if (!csv.empty()) write_sweep_csv(csv, rows, report);
 }
 
 // --barrier: one grid-wide barrier, cooperative_groups' and a hand-written one, in variant 8's
