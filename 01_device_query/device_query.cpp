@@ -407,26 +407,39 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
 // 1. torch.cuda.is_available() and device_count(). The first CUDA call in a process loads the
 //    driver; the first use of a device creates its context. PyTorch defers both until the first
 //    CUDA operation (lazy initialisation). That cost is paid once per process, so it is one
-//    measurement: a timing of one run.
-GpuAvailability show_runtime(Report& report, const Options& o) {
+//    measurement: a timing of one run, taken before anything else calls CUDA (the report's
+//    provenance line asks the runtime for the GPUs, which would load the driver first).
+struct FirstCall {
+  GpuAvailability gpus;
+  std::optional<double> init_ms;  // driver load + context creation; none without a GPU
+};
+
+FirstCall time_first_cuda_call(const Options& o) {
+  const auto start = std::chrono::steady_clock::now();
+  FirstCall first{probe_gpus(), std::nullopt};
+  if (first.gpus.available()) {
+    use_device(o.only_device.value_or(0));  // exit 2 naming the devices that exist, for a bad index
+    CUDA_CHECK(cudaFree(nullptr));          // make sure the context exists before the clock stops
+    first.init_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
+  return first;
+}
+
+GpuAvailability show_runtime(Report& report, const Options& o, const FirstCall& first) {
   std::ostream& out = report.out();
   out << "== 1. the runtime: torch.cuda.is_available(), device_count(), current_device()\n";
-  const auto init_start = std::chrono::steady_clock::now();
-  const GpuAvailability gpus = probe_gpus();
+  const GpuAvailability& gpus = first.gpus;
+  const std::optional<double>& init_ms = first.init_ms;
   Table runtime({{"runtime_version", "CUDA runtime (built with)"}, {"driver_version", "CUDA driver supports"},
                  {"cuda_available", ""}, {"reason", ""}, {"device_count", "device count"},
                  {"current_device", "current device"}, {"init_ms", "", 1, Column::Style::kTiming}});
   Table::Row& facts = runtime.add_row().set("runtime_version", format_cuda_version(gpus.runtime_version));
   facts.set("driver_version", gpus.driver_version ? format_cuda_version(gpus.driver_version) : "none");
   facts.set("cuda_available", gpus.available()).set("device_count", gpus.device_count);
-  std::optional<double> init_ms;
   if (!gpus.available()) {
     facts.set("reason", gpus.reason);
     out << "CUDA available: no (" << gpus.reason << ")\n";
   } else {
-    use_device(o.only_device.value_or(0));  // exit 2 naming the devices that exist, for a bad index
-    CUDA_CHECK(cudaFree(nullptr));          // make sure the context exists before the clock stops
-    init_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - init_start).count();
     int current_device = -1;
     CUDA_CHECK(cudaGetDevice(&current_device));
     facts.set("current_device", current_device).set("init_ms", timing(summarize({*init_ms})));
@@ -437,6 +450,7 @@ GpuAvailability show_runtime(Report& report, const Options& o) {
   report.json()["device"] = gpus.available() ? query_device(o.only_device.value_or(0)).name : "CPU";
   report.json()["quick"] = o.common.quick;
   report.json()["runtime"] = runtime.json().at(0);
+  report.json()["runtime"]["init_timed_first"] = true;  // before the provenance query (it loads the driver)
   return gpus;
 }
 
@@ -478,10 +492,11 @@ void show_peers(Report& report, int device_count) {
 int run(int argc, char** argv) {
   Options o;
   if (auto code = parse_options(argc, argv, o)) return *code;
+  const FirstCall first = time_first_cuda_call(o);  // before the report's provenance line calls CUDA
   Report report("device_query", o.common.json);
 
   // 1. The runtime; no GPU is the answer, with --device N too.
-  const GpuAvailability gpus = show_runtime(report, o);
+  const GpuAvailability gpus = show_runtime(report, o, first);
   if (!gpus.available()) return report.finish();
 
   // 2. Every device's properties, 3. which pairs reach each other.

@@ -14,8 +14,10 @@ if(GIT_FOUND)
     # results/ holds what the programs write, not what they are made of.
     execute_process(COMMAND "${GIT_EXECUTABLE}" -C "${SOURCE_DIR}" status --porcelain --untracked-files=no
                             -- . ":(exclude)*/results/*"
-                    OUTPUT_VARIABLE changes ERROR_QUIET)
-    if(changes STREQUAL "")
+                    RESULT_VARIABLE status OUTPUT_VARIABLE changes ERROR_QUIET)
+    if(NOT status EQUAL 0)
+      set(tree "unknown")
+    elseif(changes STREQUAL "")
       set(tree "clean")
     else()
       set(tree "modified")

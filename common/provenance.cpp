@@ -43,7 +43,7 @@ std::string shell_word(const std::string& word) {
                                                              "0123456789-_./=:,+@%") == std::string::npos;
   if (plain) return word;
   std::string quoted = "'";
-  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  for (char c : word) quoted += c == '\'' ? std::string("'\"'\"'") : std::string(1, c);  // as Python's shlex.quote
   return quoted + "'";
 }
 

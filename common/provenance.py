@@ -50,10 +50,13 @@ def _gpus():
     if visible is None:
         return found
     chosen = []
-    for item in visible.split(","):  # CUDA stops at the first entry it cannot use
-        if not item.strip().isdigit() or int(item) >= len(found):
+    for item in (i.strip() for i in visible.split(",")):  # CUDA stops at the first entry it cannot use
+        match = [g for g in found if item.startswith("GPU-") and g.get("uuid", "").startswith(item)]
+        if item.isdigit() and int(item) < len(found):
+            match = [found[int(item)]]
+        if not match:
             break
-        chosen.append(found[int(item)])
+        chosen.append(match[0])
     return chosen
 
 
@@ -65,7 +68,7 @@ def _driver():
         # the first word after "Module" made of digits and dots.
         return next(w for w in words[words.index("Module"):] if "." in w and w.replace(".", "").isdigit())
     except (OSError, ValueError, StopIteration):
-        return _output(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]) or "none"
+        return (_output(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]) or "none").splitlines()[0]
 
 
 def _toolkit():
@@ -96,7 +99,7 @@ def record(command=None, libraries=()):
         versions[name] = str(version)
     cuda_runtime = getattr(getattr(torch, "version", None), "cuda", None) if torch else None
     if command is None:
-        command = [os.path.basename(sys.argv[0])] + sys.argv[1:]
+        command = sys.argv
     return {
         "commit": commit,
         "tree": tree,
@@ -134,8 +137,12 @@ def main(argv):
         print("error: usage: python3 common/provenance.py [--markdown] COMMAND... (the command whose output follows the line)",
               file=sys.stderr)
         return 2
-    libraries = ("torch",) if any(os.path.basename(w).startswith("pytorch_") for w in command) else ()
-    print(line(record(command, libraries), markdown))
+    if any(os.path.basename(w).startswith("pytorch_") for w in command):
+        try:  # the torch the script will load, and its CUDA, as the script's own JSON records them
+            import torch  # noqa: F401
+        except Exception:  # not installed or broken: the script says so itself
+            pass
+    print(line(record(command), markdown))
     return 0
 
 

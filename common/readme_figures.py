@@ -31,6 +31,7 @@ import textwrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIXED = "MIXED PROVENANCE"  # scripts/docs.sh check fails on a README that holds these words
+UNCLEAN = "UNCLEAN PROVENANCE"  # and on these: a figure from a modified tree or an unknown commit
 
 
 def _cog():
@@ -89,16 +90,17 @@ def _line_record(line):
     m = re.match(r"(?:# |<!-- )provenance: commit (\S+) \((\w+)\), (no GPU|\d+ x [^,]+), ", line)
     if not m:
         return None
-    run = re.search(r", run (\S+),", line)
+    run, host = re.search(r", run (\S+),", line), re.search(r", host (\S+),", line)
     date = re.search(r", (\d{4}-\d\d-\d\d)T", line)
     return {"commit": m.group(1)[:12], "tree": m.group(2), "run": run.group(1) if run else None,
-            "gpus": m.group(3), "date": date.group(1) if date else "?"}
+            "host": host.group(1) if host else "?", "gpus": m.group(3), "date": date.group(1) if date else "?"}
 
 
 def _json_record(p):
     gpus = p.get("gpus") or []
     return {"commit": str(p.get("commit", "unknown"))[:12], "tree": p.get("tree", "unknown"), "run": p.get("run"),
-            "gpus": f"{len(gpus)} x {gpus[0]['name']}" if gpus else "no GPU", "date": str(p.get("date", "?"))[:10]}
+            "host": p.get("host", "?"), "gpus": f"{len(gpus)} x {gpus[0]['name']}" if gpus else "no GPU",
+            "date": str(p.get("date", "?"))[:10]}
 
 
 class Results:
@@ -183,17 +185,21 @@ class Results:
         records, machines = {}, {}
         for results in (self, *also):
             for name, record in sorted(results.read.items()):
-                key = None if record is None else (record["commit"], record["tree"], record["run"])
+                key = None if record is None else (record["commit"], record["tree"], record["run"], record["host"])
                 records.setdefault(key, (record, []))[1].append(f"{results.folder}/{name}")
                 if record is not None:  # a run's programs see 1 GPU or all of them: name each way once
                     machines.setdefault(key, {})[record["gpus"]] = True
         def describe(record):
-            key = (record["commit"], record["tree"], record["run"])
+            key = (record["commit"], record["tree"], record["run"], record["host"])
             run = f"run {record['run']}" if record["run"] else "no regeneration run"
             return f"{run} ({' and '.join(machines[key])}, {record['date']}) at commit {record['commit']} ({record['tree']})"
         if list(records) == [None] or not records:
             paragraph(f"{MIXED}: no file read here carries a provenance record.")
             return
+        unclean = sorted({f for key, (record, files) in records.items() if key and (record["tree"] != "clean" or
+                          record["commit"] == "unknown") for f in files})
+        if unclean:  # results are made from a committed tree, or they say nothing about the code
+            emit(f"{UNCLEAN}: made from a modified tree or an unknown commit: {', '.join(unclean)}")
         if len(records) == 1:
             (record, files), = records.values()
             paragraph(f"Every figure above comes from {describe(record)}: {len(files)} files of "
@@ -212,7 +218,7 @@ class Results:
 # A measured figure: a number with a unit of time, rate or size per second, a factor ("2.4x"), a
 # percentage, or a test count. Outside a generated block it was typed, and typed figures drift.
 # Code (fenced blocks and `spans`) is left alone: a figure there is a setting or a command.
-MEASURED = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:\s?(?:ms|us|µs|ns|s|min|minutes|seconds|GB/s|TB/s|"
+MEASURED = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:\s?(?:ms|us|µs|μs|ns|s|sec|min|minutes|seconds|milliseconds|microseconds|GB/s|TB/s|"
                       r"GiB/s|MB/s|MiB/s|TFLOP/s|GFLOP/s|W)(?!\w)|x(?![\w])|×|%|\s(?:tests?|passed|failed|skipped)\b)")
 MAX_CHAPTER_LINES = 600
 
@@ -245,6 +251,8 @@ def check(paths):
             text = f.read()
         for number, figure in typed_figures(text):
             problems.append(f"{path}:{number}: '{figure}' is typed: a measured figure comes from results/ through a cog block")
+        if UNCLEAN in text:
+            problems.append(f"{path}: {UNCLEAN}: a figure comes from a modified tree or an unknown commit (regenerate from a clean one)")
         if MIXED in text:
             problems.append(f"{path}: {MIXED}: its figures come from several runs, and no line says why (Results.sources(mixed=...))")
         if "Results(" in text and ".sources(" not in text:

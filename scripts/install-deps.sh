@@ -77,8 +77,9 @@ install_python_tools() {
   echo "Installing cogapp $cogapp_version into .venv/ (the README generator)"
   if ! python3 -m venv "$venv" >/dev/null ||
      ! "$venv/bin/python" -m pip install -q --disable-pip-version-check "cogapp==$cogapp_version" >/dev/null; then
-    echo "error: could not install cogapp $cogapp_version into .venv/ (python3 -m venv .venv && .venv/bin/pip install cogapp==$cogapp_version)" >&2
-    return 1
+    # Only the docs tests need it (they skip without it): the chapters build and run all the same.
+    echo "warning: could not install cogapp $cogapp_version into .venv/ (python3 -m venv .venv && .venv/bin/pip install cogapp==$cogapp_version); the docs tests will be skipped" >&2
+    return 0
   fi
 }
 

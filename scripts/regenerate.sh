@@ -54,8 +54,20 @@ fi
 # goes on with the run there is; it may run at a later commit that changed only READMEs, tests and
 # test logs (nothing that makes a result), on any machine with cog.
 ((needs_gpu)) || resume=1
+machine_of_this_run() {  # e.g. 4xH200: the GPUs this process may use (CUDA_VISIBLE_DEVICES applies)
+  local count
+  count=$(nvidia-smi -L | grep -c '^GPU ')
+  if [[ -n ${CUDA_VISIBLE_DEVICES+set} ]]; then
+    count=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c '[^[:space:]]')
+  fi
+  echo "${count}x$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | sed 's/^NVIDIA //; s/ /-/g')"
+}
 if ((resume)) && [[ -f $work/run.txt ]]; then
   read -r run run_commit <"$work/run.txt"
+  if ((needs_gpu)) && [[ ${run#*_} != "$(machine_of_this_run)" ]]; then
+    echo "error: run $run was made on ${run#*_}, and this machine is $(machine_of_this_run): one run, one machine; start again without --resume" >&2
+    exit 2
+  fi
   if [[ $run_commit != "$commit" ]] && ((needs_gpu)); then
     echo "error: build-regen/ holds run $run of commit ${run_commit:0:12}, and HEAD is ${commit:0:12}: start again without --resume" >&2
     exit 2
@@ -68,8 +80,11 @@ if ((resume)) && [[ -f $work/run.txt ]]; then
   fi
 else
   ((resume == 0)) || { echo "error: --resume: build-regen/run.txt is missing, so there is no run to go on with" >&2; exit 2; }
-  model=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | sed 's/^NVIDIA //; s/ /-/g')
-  run="$(date -u +%Y-%m-%d)_$(nvidia-smi -L | grep -c '^GPU ')x${model}"
+  if [[ ${steps[0]} != build ]]; then
+    echo "error: a new run starts with the build step (it empties build-regen/); to go on with the run there, add --resume" >&2
+    exit 2
+  fi
+  run="$(date -u +%Y-%m-%d)_$(machine_of_this_run)"
   rm -rf "$work" && mkdir -p "$work/done" "$work/staged"
   echo "$run $commit" >"$work/run.txt"
 fi
@@ -81,6 +96,13 @@ echo "regenerate.sh: run $run, commit ${commit:0:12}; steps: ${steps[*]}"
 
 chapter_dir() { ls -d "$1"_*/ 2>/dev/null | head -1 | sed 's:/$::'; }
 
+run_tests() {  # run_tests LOG CTEST_ARGS...: LOG.txt (its provenance line first) and LOG.xml (JUnit)
+  local log=$1
+  shift
+  mkdir -p "$logs" && python3 common/provenance.py ctest "$@" >"$log.txt" &&
+    ctest --test-dir "$build" "$@" -j 8 --timeout 900 --output-on-failure --output-junit "$log.xml" >>"$log.txt" 2>&1
+}
+
 run_step() {  # run_step STEP: the step's work; 0 when it passed
   local step=$1 chapter
   case $step in
@@ -91,26 +113,25 @@ run_step() {  # run_step STEP: the step's work; 0 when it passed
     0[1-5]|06)
       chapter=$(chapter_dir "$step")
       rm -rf "$work/staged/$chapter" && mkdir -p "$work/staged/$chapter"
-      local gpus=0  # 01-05 on the first GPU; 06 on all of them
-      [[ $step == 06 ]] && gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd,)
+      local gpus=${CUDA_VISIBLE_DEVICES-$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd,)}
+      [[ $step == 06 ]] || gpus=${gpus%%,*}  # 01-05 on the first GPU; 06 on all of them
       CUDA_VISIBLE_DEVICES=$gpus "$chapter/benchmark.sh" "$build/$chapter" "$work/staged/$chapter" >"$work/$chapter.log" 2>&1 ||
         { tail -5 "$work/$chapter.log"; return 1; } ;;
     tests)
-      mkdir -p "$logs" && ctest --test-dir "$build" -LE sanitize -j 8 --timeout 900 --output-on-failure \
-        --output-junit "$logs/ctest.xml" >"$logs/ctest.txt" 2>&1 ;;
+      run_tests "$logs/ctest" -LE sanitize ;;
     tests-sanitize)
-      mkdir -p "$logs" && ctest --test-dir "$build" -L sanitize -j 8 --timeout 900 --output-on-failure \
-        --output-junit "$logs/ctest_sanitize.xml" >"$logs/ctest_sanitize.txt" 2>&1 ;;
+      run_tests "$logs/ctest_sanitize" -L sanitize ;;
     install)
       for chapter in [0-9][0-9]_*/; do
         chapter=${chapter%/}
         [[ -f $work/done/${chapter:0:2} ]] || { echo "install: step ${chapter:0:2} has not passed in this run: no results of $chapter to install"; return 1; }
       done
-      for chapter in [0-9][0-9]_*/; do
+      for chapter in [0-9][0-9]_*/; do  # each results/ replaced whole, or not at all
         chapter=${chapter%/}
-        rm -rf "$chapter/results" && cp -r "$work/staged/$chapter" "$chapter/results"
+        rm -rf "$chapter/results.new" && cp -r "$work/staged/$chapter" "$chapter/results.new" &&
+          rm -rf "$chapter/results" && mv "$chapter/results.new" "$chapter/results" || return 1
       done
-      scripts/docs.sh write ;;
+      scripts/docs.sh write || { echo "install: the results are in place, the READMEs not refilled (scripts/docs.sh write)"; return 1; } ;;
   esac
 }
 

@@ -552,7 +552,7 @@ TEST_CASE("provenance: the command line as typed, workbook paths from its root, 
   record_command_line(5, argv);
   note_library("nccl", "2.28.3");
   const nlohmann::json p = provenance();
-  CHECK_THAT(p["command"].get<std::string>(), StartsWith("prog --title 'it'\\''s two words' --json "));
+  CHECK_THAT(p["command"].get<std::string>(), StartsWith("prog --title 'it'\"'\"'s two words' --json "));
   CHECK(p["libraries"]["nccl"] == "2.28.3");
   CHECK_THAT(provenance_line(p), ContainsSubstring(", nccl 2.28.3, host "));
   CHECK_THAT(provenance_line(p), EndsWith(": " + p["command"].get<std::string>() + "\n"));

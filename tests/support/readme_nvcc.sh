@@ -1,31 +1,41 @@
 #!/usr/bin/env bash
-# readme_nvcc.sh README: builds the README's one-line nvcc commands, as a reader would type them
-# from the workbook's root, into a temporary folder (for build/nvcc). Without a GPU, -arch=native
-# becomes -arch=sm_90 (native needs a GPU to ask). Exit 0 when every one compiled and linked; 1
-# naming the one that did not, or when the README has none.
+# readme_nvcc.sh README...: builds every one-line nvcc command of the READMEs, as a reader types it
+# from the workbook's root, each into a temporary folder (for build/nvcc), as many at once as the
+# machine has cores. Without a GPU, -arch=native becomes -arch=sm_90 (native needs a GPU to ask).
+# Exit 0 when every one compiled and linked; 1 naming each that did not, or a README without one.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-readme=$1
 cd "$root"
-mapfile -t commands < <(grep -E '^mkdir -p build/nvcc && nvcc ' "$readme")
-if ((${#commands[@]} == 0)); then
-  echo "error: $readme has no one-line nvcc command (mkdir -p build/nvcc && nvcc ...)"
-  exit 1
-fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+native=1
+nvidia-smi -L 2>/dev/null | grep -q '^GPU ' || native=0
 status=0
-for command in "${commands[@]}"; do
-  typed=$command
-  command=${command//build\/nvcc/$out}
-  nvidia-smi -L 2>/dev/null | grep -q '^GPU ' || command=${command//-arch=native/-arch=sm_90}
-  if bash -c "$command" >"$out/log" 2>&1; then
-    echo "built: ${typed:0:150}..."
+n=0
+build() {  # build N README COMMAND: one command into $out/N, its log beside
+  local dir=$out/$1 readme=$2 typed=$3 command
+  mkdir -p "$dir"
+  command=${typed//build\/nvcc/$dir}
+  ((native)) || command=${command//-arch=native/-arch=sm_90}
+  if bash -c "$command" >"$dir.log" 2>&1; then
+    echo "built ($readme): ${typed:0:120}..."
   else
-    echo "error: $readme: this nvcc command fails:"
-    echo "  $typed"
-    head -20 "$out/log"
+    { echo "error: $readme: this nvcc command fails:"; echo "  $typed"; head -20 "$dir.log"; } >"$dir.failed"
+    return 1
+  fi
+}
+for readme in "$@"; do
+  mapfile -t commands < <(grep -E '^mkdir -p build/nvcc && nvcc ' "$readme")
+  if ((${#commands[@]} == 0)); then
+    echo "error: $readme has no one-line nvcc command (mkdir -p build/nvcc && nvcc ...)"
     status=1
   fi
+  for command in "${commands[@]}"; do
+    while (($(jobs -rp | wc -l) >= $(nproc))); do wait -n; done
+    n=$((n + 1))  # here, not in the job: a background job's arithmetic stays in its subshell
+    build "$n" "$readme" "$command" &
+  done
 done
+wait
+cat "$out"/*.failed 2>/dev/null && status=1
 exit "$status"
