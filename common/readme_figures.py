@@ -223,13 +223,26 @@ MEASURED = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:\s?(?:ms|us|µs|μs|ns|s|
 MAX_CHAPTER_LINES = 600
 
 
+def typed_in_code(line):
+    """The measured figures a cog block's line of code types itself: those left once its comments
+    and its f-strings' {fields} are taken out ("0.000us", a token matched in a file, is no figure)."""
+    code = re.sub(r"\s#\s.*$", "", line)
+    while re.search(r"\{[^{}]*\}", code):
+        code = re.sub(r"\{[^{}]*\}", "", code)
+    return [m.group(0) for m in MEASURED.finditer(code) if float(re.match(r"[\d,.]+", m.group(0))[0].replace(",", "")) != 0]
+
+
 def typed_figures(text):
-    """(line number, figure) for every measured figure outside cog blocks and code."""
-    found, in_block, in_code = [], False, False
+    """(line number, figure) for every measured figure outside cog blocks' output and code spans:
+    in the prose, and in the text a block's code types itself."""
+    found, in_block, in_code, in_cog_code = [], False, False, False
     for number, line in enumerate(text.splitlines(), start=1):
         if "[[[cog" in line:
-            in_block = True
+            in_block, in_cog_code = True, True
         if in_block:
+            if in_cog_code:
+                found += [(number, figure) for figure in typed_in_code(line.split("[[[cog")[-1])]
+                in_cog_code = "]]]" not in line.split("[[[cog")[-1]
             in_block = "[[[end]]]" not in line
             continue
         if line.lstrip().startswith("```"):

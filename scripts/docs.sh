@@ -6,8 +6,9 @@
 #
 # check fails (exit 1, one line per problem) when a generated block differs from what the files
 # give (cog --check), when a file a block reads is gone, when a measured figure (a time, a rate, a
-# ratio, a percentage, a test count) stands outside a generated block, when one README's figures
-# come from several runs without a line saying why, and when a chapter README is over 600 lines.
+# ratio, a percentage, a test count) stands outside a generated block or is typed in a block's code,
+# when one README's figures come from several runs without a line saying why, or from a modified
+# tree or an unknown commit, and when a chapter README is over 600 lines.
 # cog comes from .venv/ (scripts/install-deps.sh puts it there) or PATH; without it: exit 77.
 set -uo pipefail
 source "$(dirname "$0")/env.sh"

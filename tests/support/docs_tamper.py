@@ -4,7 +4,8 @@
 
 For each generated block of each README that holds a measured figure, one digit of its first
 figure is changed, in a copy of the README, and cog --check must find that copy changed; and a
-typed figure added to each README's prose must be named by readme_figures' check. Exit 0 when every
+figure typed into each README's prose, or into a block's code, must be named by readme_figures'
+check. Exit 0 when every
 change is caught, 1 otherwise (naming each one that was not), 77 without cog.
 """
 import os
@@ -69,6 +70,9 @@ def main(readmes):
                 copies[copy] = f"{readme}:{i + 1}: '{m.group(0)}'"
             if not readme_figures.typed_figures("\n".join(lines) + "\nA typed figure: 12.5 ms.\n"):
                 failures.append(f"{readme}: a typed '12.5 ms' in its prose passed the check")
+            in_code = '<!-- [[[cog\nparagraph(f"took {x} ms, then 12.5 ms")\n]]] -->\n<!-- [[[end]]] -->\n'
+            if not readme_figures.typed_figures("\n".join(lines) + "\n" + in_code):
+                failures.append(f"{readme}: a '12.5 ms' typed in a cog block's code passed the check")
         # One cog for every copy: it names each file it finds changed.
         done = subprocess.run([PYTHON, "-m", "cogapp", "--check", "-I", os.path.join(ROOT, "common"), *copies],
                               capture_output=True, text=True)
@@ -77,7 +81,8 @@ def main(readmes):
         shutil.rmtree(folder)
     failures += [f"{where}: a changed digit passed cog --check" for copy, where in copies.items() if copy not in caught]
     print(f"{len(copies) - len(failures)} of {len(copies)} changed figures (one in each generated block of "
-          f"{len(readmes)} READMEs) caught by cog --check; a typed figure caught in each README")
+          f"{len(readmes)} READMEs) caught by cog --check; a figure typed in the prose and one typed in a block's "
+          "code caught in each README")
     for f in failures:
         print(f"error: {f}")
     return 1 if failures or not copies else 0
