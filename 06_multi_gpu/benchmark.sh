@@ -29,7 +29,7 @@ benchmark_check_args() {
   local step
   for step in $(tr ',' ' ' <<<"${3:-${STEPS:-$all_steps}}"); do
     if [[ ,$all_steps, != *",$step,"* ]]; then
-      echo "06_multi_gpu/benchmark.sh: no step '$step' (the steps: $all_steps)" >&2
+      echo "error: 06_multi_gpu/benchmark.sh: no step '$step' (the steps: $all_steps)" >&2
       return 1
     fi
   done

@@ -21,12 +21,12 @@ if [[ ${3:-} == -h || ${3:-} == --help ]]; then
 fi
 benchmark_most=$(tr -cd '[' <<<"$benchmark_synopsis" | wc -c)
 if (($# - 2 > benchmark_most)); then
-  echo "$1/benchmark.sh: $(($# - 2)) arguments, at most $benchmark_most ($benchmark_usage)" >&2
+  echo "error: $1/benchmark.sh: $(($# - 2)) arguments, at most $benchmark_most ($benchmark_usage)" >&2
   exit 2
 fi
 for benchmark_arg in "${@:3}"; do
   if [[ -z $benchmark_arg || $benchmark_arg == -* ]]; then
-    echo "$1/benchmark.sh: unknown option or empty argument '$benchmark_arg' ($benchmark_usage)" >&2
+    echo "error: $1/benchmark.sh: unknown option or empty argument '$benchmark_arg' ($benchmark_usage)" >&2
     exit 2
   fi
 done

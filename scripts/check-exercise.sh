@@ -12,7 +12,7 @@
 # no GPU (after it compiled).
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
-usage="usage: scripts/check-exercise.sh CHAPTER EXERCISE (e.g. 04 gradient), or --list"
+usage="error: usage: scripts/check-exercise.sh CHAPTER EXERCISE (e.g. 04 gradient), or --list"
 
 list_exercises() {
   local file chapter state

@@ -15,7 +15,7 @@ case ${1:-} in
   -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
 if (($# > 2)) || [[ ${1:-x} == -* || -z ${1-x} ]]; then
-  echo "usage: scripts/gpu-report.sh [RESULTS_DIR] [REGEX]" >&2
+  echo "error: usage: scripts/gpu-report.sh [RESULTS_DIR] [REGEX]" >&2
   exit 2
 fi
 source "$(dirname "$0")/env.sh"

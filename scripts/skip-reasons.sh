@@ -10,7 +10,7 @@ case ${1:-} in
   -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
 if [[ $# -ne 1 || -z $1 || $1 == -* ]]; then
-  echo "usage: scripts/skip-reasons.sh JUNIT_XML (ctest's --output-junit file)" >&2
+  echo "error: usage: scripts/skip-reasons.sh JUNIT_XML (ctest's --output-junit file)" >&2
   exit 2
 fi
 junit=$1
