@@ -1,5 +1,6 @@
 # Run at every build (common/CMakeLists.txt): writes workbook_git_state.h with the commit the
-# sources are at and whether tracked files outside */results/ differ from it, so that every
+# sources are at and whether tracked files outside */results/ and test-logs/ (what runs write)
+# differ from it, so that every
 # program can say which code made its results (common/provenance.cpp). The file is rewritten only
 # when that changes, so an unchanged tree rebuilds nothing.
 #   cmake -DSOURCE_DIR=<workbook> -DOUTPUT=<header> -P WorkbookGitState.cmake
@@ -13,7 +14,7 @@ if(GIT_FOUND)
     set(commit "${head}")
     # results/ holds what the programs write, not what they are made of.
     execute_process(COMMAND "${GIT_EXECUTABLE}" -C "${SOURCE_DIR}" status --porcelain --untracked-files=no
-                            -- . ":(exclude)*/results/*"
+                            -- . ":(exclude)*/results/*" ":(exclude)test-logs/*"
                     RESULT_VARIABLE status OUTPUT_VARIABLE changes ERROR_QUIET)
     if(NOT status EQUAL 0)
       set(tree "unknown")

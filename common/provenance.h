@@ -8,7 +8,7 @@
 //
 // The fields, the same as common/provenance.py writes for the Python scripts:
 //   commit        the git commit the program was built from ("unknown" without git or CMake)
-//   tree          "clean", or "modified" when tracked files outside */results/ differed from it
+//   tree          "clean", or "modified" when tracked files outside */results/ and test-logs/ differed
 //   gpus          [{"name", "uuid"}] of the devices this process sees (CUDA_VISIBLE_DEVICES applies)
 //   driver        the NVIDIA kernel driver's version (580.159.04), else the CUDA driver API's
 //   cuda_runtime  the libcudart this process loaded; cuda_toolkit: the nvcc that built it

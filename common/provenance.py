@@ -10,8 +10,8 @@ own: nvidia-smi, ncu, all_reduce_perf, the Python scripts' reports):
 
     python3 common/provenance.py [--markdown] COMMAND...    # prints the line for COMMAND
 
-Fields: commit and tree (git, at run time: "modified" when tracked files outside */results/ differ
-from the commit), gpus ([{"name", "uuid"}] from nvidia-smi, CUDA_VISIBLE_DEVICES applied to plain
+Fields: commit and tree (git, at run time: "modified" when tracked files outside */results/ and
+test-logs/, the outputs, differ from the commit), gpus ([{"name", "uuid"}] from nvidia-smi, CUDA_VISIBLE_DEVICES applied to plain
 indices), driver, cuda_runtime (PyTorch's CUDA where torch is loaded), cuda_toolkit (nvcc's, if on
 PATH), libraries ({"torch": ...} where loaded or installed and named), host, run (WORKBOOK_RUN, the
 regeneration that ran it), date (UTC) and command.
@@ -39,7 +39,7 @@ def _git_state():
     if not commit:
         return "unknown", "unknown"
     changes = _output(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--", ".",
-                       ":(exclude)*/results/*"])
+                       ":(exclude)*/results/*", ":(exclude)test-logs/*"])
     return commit, ("clean" if changes == "" else "modified" if changes else "unknown")
 
 

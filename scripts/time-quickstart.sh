@@ -28,7 +28,8 @@ clone=$(mktemp -d)
 trap 'rm -rf "$clone"' EXIT
 git clone -q "$workbook_root" "$clone/workbook"
 log=$logs/quickstart.txt
-python3 common/provenance.py bash .ci/run >"$log"
+stamp=$(python3 common/provenance.py bash .ci/run)  # before the old log is emptied: the tree is clean
+echo "$stamp" >"$log"
 start=$SECONDS
 (cd "$clone/workbook" && bash .ci/run) >>"$log" 2>&1
 status=$?
