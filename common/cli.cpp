@@ -53,6 +53,23 @@ void refuse_empty_values(int argc, char** argv) {
   }
 }
 
+// CLI11 reads "0x10" as 16, "010" as 8 (octal) and a float "0x1p3" as 8: number forms the workbook
+// documents nowhere, and a leading zero that silently changes an epoch count. Every number is
+// written in decimal, so a value in one of those forms is refused whatever flag it belongs to.
+void refuse_other_number_forms(int argc, char** argv) {
+  static const std::regex other_form("[+-]?0([0-9]+|[xXbBoO].*)");
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const std::size_t equals = arg.find('=');
+    const bool long_with_value = arg.rfind("--", 0) == 0 && equals != std::string::npos;
+    const std::string value = long_with_value ? arg.substr(equals + 1) : arg;
+    if ((!long_with_value && arg.rfind('-', 0) == 0) || !std::regex_match(value, other_form)) continue;
+    const std::string before = i > 1 ? argv[i - 1] : "";
+    const std::string flag = long_with_value ? arg.substr(0, equals) : before.rfind('-', 0) == 0 ? before : "argument";
+    throw UsageError(flag + ": '" + value + "' is not a decimal number (write numbers in decimal, without leading zeros)");
+  }
+}
+
 // CLI11 reads `--quick=3` as `--quick`: a flag given a value is refused, not guessed at.
 void refuse_values_for_flags(const CLI::App& app, int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
@@ -119,6 +136,7 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
     record_command_line(argc, argv);  // for the provenance of what the program writes
     refuse_empty_values(argc, argv);
     refuse_values_for_flags(app, argc, argv);
+    refuse_other_number_forms(argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     std::cout << app.help();
@@ -158,13 +176,13 @@ std::vector<std::string> list_items(const std::string& flag, const std::string& 
 std::optional<std::int64_t> parse_size(const std::string& text) {
   std::size_t digits = 0;
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  if (digits == 0 || digits + 1 < text.size()) return std::nullopt;
+  if (digits == 0 || digits + 1 < text.size() || (digits > 1 && text[0] == '0')) return std::nullopt;
   std::int64_t scale = 1;
   if (digits < text.size()) {
     switch (text[digits]) {
-      case 'K': case 'k': scale = 1'000; break;
-      case 'M': case 'm': scale = 1'000'000; break;
-      case 'G': case 'g': scale = 1'000'000'000; break;
+      case 'K': scale = 1'000; break;  // capitals only: "5m" could as well mean milli
+      case 'M': scale = 1'000'000; break;
+      case 'G': scale = 1'000'000'000; break;
       default: return std::nullopt;
     }
   }

@@ -10,7 +10,8 @@
 //   auto streams = workbook::parse_int_list("--streams", "1,2,4", 1, 64);   // "1,,2" is refused
 //
 // One syntax for every size (points, elements, bytes, MiB): digits with an optional K, M or G
-// suffix, either case, meaning 1e3, 1e6 and 1e9 (decimal, as in "5M points"). One syntax for
+// suffix, capitals, meaning 1e3, 1e6 and 1e9 (decimal, as in "5M points"). Every number is
+// decimal: "0x10", "010" and "0b1" are refused whatever the flag (parse_command_line). One syntax for
 // every --device: N, cuda (device 0) or cuda:N, as torch.device spells it.
 #pragma once
 
@@ -80,8 +81,9 @@ std::vector<std::string> split_commas(const std::string& text);
 // twice ("4,4": it would only run the same case again).
 std::vector<std::string> list_items(const std::string& flag, const std::string& text);
 
-// A size: "5000", "50K", "5M", "2G" (K, M, G in either case: 1e3, 1e6, 1e9). nullopt for anything
-// else (empty, a sign, a decimal point, spaces, another suffix) and above the int64 range.
+// A size: "5000", "50K", "5M", "2G" (K, M, G: 1e3, 1e6, 1e9). nullopt for anything else (empty, a
+// sign, a leading zero, a decimal point, spaces, a small k, m or g, another suffix) and above the
+// int64 range.
 std::optional<std::int64_t> parse_size(const std::string& text);
 
 // parse_size for a flag's value: throws UsageError "--points: '5X' is not a size (...)".

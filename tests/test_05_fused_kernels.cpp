@@ -64,9 +64,9 @@ std::vector<Variant> supported_variants(const FusedTraining& gpu) {
 TEST_CASE("sweep sizes: K and M suffixes, one-line refusals naming --sizes") {
   CHECK(parse_sizes("500,5K,5M,100M") == std::vector<std::int64_t>{500, 5'000, 5'000'000, 100'000'000});
   CHECK(parse_sizes("2") == std::vector<std::int64_t>{2});
-  CHECK(parse_sizes("1025,50k") == std::vector<std::int64_t>{1025, 50'000});
+  CHECK(parse_sizes("1025,50K") == std::vector<std::int64_t>{1025, 50'000});
   CHECK(parse_sizes("2G") == std::vector<std::int64_t>{2'000'000'000});
-  for (const char* bad : {"", "1", "0", "-5", "5X", "5K,", ",5", "5K,,5M", ",", "abc", "3G", "5000000000", "1e6"}) {
+  for (const char* bad : {"", "1", "0", "-5", "5X", "50k", "05K", "5K,", ",5", "5K,,5M", ",", "abc", "3G", "5000000000", "1e6"}) {
     CAPTURE(bad);
     CHECK_THAT(refusal([&] { parse_sizes(bad); }), StartsWith("--sizes"));
   }
@@ -256,7 +256,8 @@ TEST_CASE("programs: --help, bad input is one line and exit 2, no GPU is exit 77
                       {"--sweep", "--sizes", ""}, {"--sweep", "--csv", ""}, {"--breakdown", "--csv", "x.csv"}, {"--bogus"},
                       {"--device", "cpu"}, {"--seed", "-1"}, {"--trace", "/no/such/folder/t.json"}, {"--trace", "."},
                       {"--sweep", "--csv", "/no/such/folder/s.csv"}, {"--sweep", "--csv", "."}, {"--json", "."},
-                      {"--sweep", "--csv", "s.json"}, {"--print-every", "5"}, {"--trace", "t.json", "--json", "./t.json"}});
+                      {"--sweep", "--csv", "s.json"}, {"--print-every", "5"}, {"--trace", "t.json", "--json", "./t.json"},
+                      {"--sweep", "--points", "5M"}, {"--barrier", "--variant", "8"}, {"--seed", "7"}});
   for (const char* program : {WORKBOOK_PROGRAM, WORKBOOK_BENCH_PROGRAM}) check_no_gpu({program, "--quick"});
 }
 
