@@ -506,8 +506,8 @@ int run(int argc, char** argv) {
   const double copy_gbps = workbook::device_copy_gbps(o.common.quick ? std::size_t{64} << 20 : std::size_t{1} << 30,
                                                       stream.get());
 
-  out << "\nchecked against a CPU reference in double, then timed: median of " << o.repeats
-      << " repeats after warm-up (CUDA events)\n";
+  out << "\nchecked against a CPU reference in double, then timed: " << workbook::median_of(o.repeats, "repeat", "repeats")
+      << " after warm-up (CUDA events)\n";
   table.print(out, "  ");
   out << format("  (axpy's %% of peak is of the memory bandwidth; a device-to-device copy reached %.0f GB/s, read + "
                 "written)\n", copy_gbps);

@@ -19,7 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, device_index, finish, integer, report_stream, size, size_list, timing  # noqa: E402  (cli.h's rules)
+from workbook_cli import Parser, device_index, finish, integer, median_of, report_stream, size, size_list, timing  # noqa: E402  (cli.h's rules)
 from torch_cuda import time_on_stream, use_cuda_device  # noqa: E402  (the GPU check; events, as event_timer.h)
 
 torch = needs("torch")
@@ -177,7 +177,7 @@ def main():
         measure_matmuls(n, args, dev, tensor_cores, rows, failures)
     measure_axpy(args, dev, rows, failures)
     ceiling = copy_gbps(dev, 64 if quick else 1024)
-    print(f"checked against float64 on the CPU, then timed: median of {args.repeats} repeats after warm-up (CUDA events)")
+    print(f"checked against float64 on the CPU, then timed: {median_of(args.repeats, 'repeat', 'repeats')} after warm-up (CUDA events)")
     print_table(rows)
     print(f"  (a device-to-device copy reached {ceiling:.0f} GB/s, read + written)")
     report = {"program": "pytorch_matmul", "device": props.name, "quick": quick, "sizes": args.sizes,

@@ -261,7 +261,7 @@ void measure_pinning_cost(Report& report, const Options& o, const std::vector<Co
   table.add_row().set("allocation", "cudaHostRegister, cudaHostUnregister").set("acquire", per_gib(reg.acquire))
       .set("release", per_gib(reg.release));
   std::ostream& out = report.out();
-  out << "== the cost of page-locking " << workbook::format_bytes(bytes) << " (median of " << repeats << ")\n";
+  out << "== the cost of page-locking " << workbook::format_bytes(bytes) << " (" << workbook::median_of(repeats, "run", "runs") << ")\n";
   table.print(out, "   ");
   out << format("   one H2D copy of %s: pageable %.2f ms, pinned %.2f ms, registered %.2f ms\n",
                 workbook::format_bytes(bytes).c_str(), pageable_ms, pinned_ms, registered_ms);

@@ -19,7 +19,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, device_index, finish, report_stream, timing  # noqa: E402  (cli.h's flag rules)
+from workbook_cli import Parser, device_index, finish, median_of, report_stream, timing  # noqa: E402  (cli.h's flag rules)
 from torch_cuda import sleep_cycles_per_ms, time_on_stream, use_cuda_device  # noqa: E402  (the GPU check; events, as event_timer.h)
 
 torch = needs("torch")
@@ -261,7 +261,7 @@ def pinning(report, rows, quick):
 
     per_gib = GiB / nbytes
     t_touch, t_pin, t_reg = (statistics.median(s) for s in (touch, pin, reg))
-    print(f"== 4. the cost of page-locking {format_bytes(nbytes)}, per GiB (median of {repeats})")
+    print(f"== 4. the cost of page-locking {format_bytes(nbytes)}, per GiB ({median_of(repeats, 'run', 'runs')})")
     print(f"   torch.empty + first touch            {t_touch * per_gib:8.1f} ms per GiB")
     print(f"   tensor.pin_memory()                  {t_pin * per_gib:8.1f} ms per GiB  (first call {pin[0] * per_gib:.1f}:"
           " PyTorch caches pinned blocks)")

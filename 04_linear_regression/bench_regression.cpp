@@ -364,8 +364,8 @@ void setup_costs(const Config& config, bool quick, cudaStream_t stream, Report& 
       CUDA_CHECK(cudaStreamSynchronize(stream));  // before the noise is freed
     });
   }
-  report.out() << format("setup before the first epoch (host clock until the result is on the GPU, median of %d "
-                         "after 2 warm-up):\n", timed);
+  report.out() << format("setup before the first epoch (host clock until the result is on the GPU, %s after 2 "
+                         "warm-up):\n", workbook::median_of(timed, "run", "runs").c_str());
   table.print(report.out());
   report.json()["setup"] = table.json();
 }

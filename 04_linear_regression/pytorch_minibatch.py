@@ -30,7 +30,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, device_index, finish, integer, number, report_stream, size, timing  # noqa: E402  (cli.h's flag rules)
+from workbook_cli import Parser, device_index, finish, integer, median_of, number, report_stream, size, timing  # noqa: E402  (cli.h's flag rules)
 from torch_cuda import use_cuda_device  # noqa: E402  (no GPU: 77; no such --device: 2)
 from regression_torch import article_model, batch_order, make_data  # noqa: E402  (shared with 05: the data, the batch order)
 
@@ -251,8 +251,8 @@ def minibatch_table(args, device, log):
     # Not a measured epoch: the batches timed, scaled to an epoch's count (a plain number).
     rows.append({"pipeline": "per_sample", "estimated_epoch_ms": per_batch * len(slices),
                  "bound_percent": 100 * bound_ms / (per_batch * len(slices)), "check": "not checked"})
-    print(f"checked against the reference of the same batch order (float64 sums, float32 w and b); time per epoch, median of "
-          f"{args.repeats} runs (host clock); per_sample: {min(PER_SAMPLE_BATCHES, len(slices))} batches timed, "
+    print(f"checked against the reference of the same batch order (float64 sums, float32 w and b); time per epoch, "
+          f"{median_of(args.repeats, 'run', 'runs')} (host clock); per_sample: {min(PER_SAMPLE_BATCHES, len(slices))} batches timed, "
           "times the batches of an epoch:", file=log)
     print(f"  {'pipeline':24s}{'ms/epoch':>10s}{'% of PCIe bound':>17s}{'w err':>9s}{'b err':>9s}  check", file=log)
     for r in rows:

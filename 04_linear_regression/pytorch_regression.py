@@ -29,7 +29,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, device_name, finish, integer, number, report_stream, size, timing  # noqa: E402  (cli.h's flag rules)
+from workbook_cli import Parser, device_name, finish, integer, median_of, number, report_stream, size, timing  # noqa: E402  (cli.h's flag rules)
 from torch_cuda import use_cuda_device  # noqa: E402  (no GPU: 77; no such --device: 2)
 from provenance import record  # noqa: E402  (where the trace came from, as every --json says)
 from regression_torch import make_data, train  # noqa: E402  (the data, the timer and the eager loop, shared with 05)
@@ -139,7 +139,7 @@ def setup_costs(args, device, log):
             if i >= 2:
                 times.append(1e3 * (time.perf_counter() - start))
         rows.append({"what": what, "pytorch": pytorch, "time_ms": timing(times)})
-    print(f"setup before the first epoch (host clock until the result is on the GPU, median of {timed} "
+    print(f"setup before the first epoch (host clock until the result is on the GPU, {median_of(timed, 'run', 'runs')} "
           "after 2 warm-up):", file=log)
     for r in rows:
         print(f"  {r['pytorch']:32s}{r['time_ms']['median']:10.4f} ms", file=log)

@@ -25,7 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, finish, integer, report_stream, name_list, number, size, size_list, timing  # noqa: E402  (cli.h's flag rules)
+from workbook_cli import Parser, finish, integer, median_of, report_stream, name_list, number, size, size_list, timing  # noqa: E402  (cli.h's flag rules)
 from torch_cuda import use_cuda_device  # noqa: E402  (no GPU: 77)
 from provenance import line, record  # noqa: E402  (the CSV's first line)
 from regression_torch import Timer, article_model, make_data, train as train_eager  # noqa: E402  (chapter 04's data, timer, eager loop)
@@ -166,7 +166,7 @@ def main():
     sys.stdout = report_stream(args.json)  # keep stdout for the JSON object under --json -
     name = torch.cuda.get_device_name()
     ceiling = copy_gbps(64 if args.quick else 1024)
-    print(f"pytorch_fused: torch {torch.__version__} on {name}; {args.epochs} epochs, median of {args.repeats} "
+    print(f"pytorch_fused: torch {torch.__version__} on {name}; {args.epochs} epochs, {median_of(args.repeats, 'run', 'runs')} "
           f"after 1 warm-up; D2D copy {ceiling:.0f} GB/s; cpu sizes <= {args.cpu_max_points} "
           f"({torch.get_num_threads()} threads)", flush=True)
     compiled = None

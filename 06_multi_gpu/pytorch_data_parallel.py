@@ -22,7 +22,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import Parser, finish, integer, report_stream, size, timing  # noqa: E402  (cli.h's flag rules)
+from workbook_cli import Parser, finish, integer, median_of, report_stream, size, timing  # noqa: E402  (cli.h's flag rules)
 from regression_torch import article_model, make_data  # noqa: E402  (chapter 04's data, first 80% train)
 
 torch = needs("torch")
@@ -132,7 +132,7 @@ def main():
     print(f"{'run':28s}{'us/epoch':>12s}{'w':>14s}{'b':>14s}", file=log)
     for name, r in rows:
         print(f"{name:28s}{1e3 * r['training_ms']['median'] / args.epochs:12.1f}{r['w']:14.9f}{r['b']:14.9f}", file=log)
-    print(f"nn.DataParallel's stages, one forward + backward each (median of {args.repeats}, host-timed, "
+    print(f"nn.DataParallel's stages, one forward + backward each ({median_of(args.repeats, 'run', 'runs')}, host-timed, "
           "synchronized after each stage):", file=log)
     for name, us in stage_us.items():
         print(f"  {name:26s}{us['median']:10.1f} us", file=log)

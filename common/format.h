@@ -27,6 +27,11 @@ __attribute__((format(printf, 1, 2))) inline std::string format(const char* patt
   return text;
 }
 
+// "median of 5 runs", or "one run" where there is only one to take the median of.
+inline std::string median_of(int count, const char* one, const char* many) {
+  return count == 1 ? format("one %s", one) : format("median of %d %s", count, many);
+}
+
 // A byte count in the largest binary unit that divides it: "1 GiB", "64 MiB", "8 KiB", "12 B".
 inline std::string format_bytes(std::size_t bytes) {
   constexpr std::size_t kKiB = 1024, kMiB = kKiB << 10, kGiB = kMiB << 10;

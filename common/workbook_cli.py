@@ -43,7 +43,7 @@ import re
 import sys
 
 MAX_EPOCHS = 1_000_000  # regression_problem.h's kMaxEpochs
-_SCALE = {"k": 1_000, "m": 1_000_000, "g": 1_000_000_000}
+_SCALE = {"K": 1_000, "M": 1_000_000, "G": 1_000_000_000}
 _INT64_MAX = (1 << 63) - 1
 _SIZE_HINT = "use digits with an optional K, M or G: 5000, 50K, 5M"
 
@@ -303,6 +303,13 @@ class Parser(FileChecks, argparse.ArgumentParser):
                 self.fail(f"{before} needs a value, and '' is none")
             if arg.startswith("--") and arg.endswith("=") and len(arg) > 3:
                 self.fail(f"{arg[:-1]} needs a value, and '' is none")
+        # An unknown flag is named first: argparse would rather say that the positionals are missing.
+        # (A value after a flag that takes one is not looked at: "--lr -1" is the range check's.)
+        unknown = [arg for before, arg in zip([""] + given[:-1], given)
+                   if arg.startswith("--") and arg.split("=", 1)[0] not in self._option_string_actions
+                   and not self._takes_value(before)]
+        if unknown:
+            self.fail("unrecognized arguments: " + " ".join(unknown))
         try:
             parsed, rest = super().parse_known_args(args, namespace)
         except UsageError as e:  # from a type= helper below (argparse passes other exceptions through)
@@ -318,6 +325,10 @@ class Parser(FileChecks, argparse.ArgumentParser):
                 if problem:
                     self.fail(f"--{name} {path}: {problem}")
         return parsed, rest
+
+    def _takes_value(self, flag):
+        action = self._option_string_actions.get(flag)
+        return action is not None and action.nargs != 0
 
     # Range checks after parsing (a --quick default, or a check that needs two flags): each ends the
     # script through fail() with a message a reader can use.
@@ -367,12 +378,13 @@ def require_positive(flag, value):
 
 
 def parse_size(text):
-    """"5000", "50K", "5M", "2G" (K, M, G in either case) as an int; None for anything else (empty, a
-    sign, a decimal point, "5e6", spaces, another suffix) and above the int64 range."""
-    digits = text[:-1] if text[-1:].lower() in _SCALE else text
-    if not digits or not all("0" <= c <= "9" for c in digits):  # str.isdigit would take "²" and "٥"
+    """"5000", "50K", "5M", "2G" (K, M, G: capitals, as cli.h) as an int; None for anything else
+    (empty, a sign, a leading zero, a decimal point, "5e6", spaces, "5m", another suffix) and above
+    the int64 range."""
+    digits = text[:-1] if text[-1:] in _SCALE else text
+    if not _decimal_digits(digits):
         return None
-    value = int(digits) * _SCALE.get(text[-1:].lower(), 1)
+    value = int(digits) * _SCALE.get(text[-1:], 1)
     return value if value <= _INT64_MAX else None
 
 
@@ -430,20 +442,28 @@ def parse_name_list(flag, text, names):
     return items
 
 
+def _decimal_digits(text):
+    """Digits only, and no leading zero ("010" is refused, as cli.cpp refuses it: CLI11 reads it as
+    octal). str.isdigit would take "²" and "٥"."""
+    return bool(text) and all("0" <= c <= "9" for c in text) and (text == "0" or text[0] != "0")
+
+
+# A decimal number as the C++ programs read one: no "0x10", "1_000", "inf" or "nan" (float() takes them).
+_DECIMAL = re.compile(r"[+-]?(0|[1-9][0-9]*)?(\.[0-9]*)?([eE][+-]?[0-9]+)?")
+
+
 def parse_integer(flag, text):
     """A whole number, with an optional minus sign (the range check says what is allowed)."""
-    digits = text[1:] if text.startswith("-") else text
-    if not digits or not all("0" <= c <= "9" for c in digits):
-        raise UsageError(f"{flag}: '{text}' is not a whole number")
+    if not _decimal_digits(text[1:] if text.startswith("-") else text):
+        raise UsageError(f"{flag}: '{text}' is not a whole number (decimal, without leading zeros)")
     return int(text)
 
 
 def parse_number(flag, text):
     """A real number ("0.01", "1e-3"); the range check says what is allowed."""
-    try:
-        return float(text)
-    except ValueError:
-        raise UsageError(f"{flag}: '{text}' is not a number") from None
+    if not _DECIMAL.fullmatch(text) or not any(c.isdigit() for c in text.split("e")[0].split("E")[0]):
+        raise UsageError(f"{flag}: '{text}' is not a decimal number")
+    return float(text)
 
 
 def parse_device(text, cpu=False, flag="--device"):
@@ -476,6 +496,11 @@ def int_list(flag, minimum, maximum):
 
 def name_list(flag, names):
     return lambda text: parse_name_list(flag, text, names)
+
+
+def median_of(count, one, many):
+    """ "median of 5 runs", or "one run" where there is only one to take the median of (format.h's)."""
+    return f"one {one}" if count == 1 else f"median of {count} {many}"
 
 
 def integer(flag):
