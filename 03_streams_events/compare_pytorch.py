@@ -68,6 +68,8 @@ if __name__ == "__main__":
     parser.add_argument("csv", metavar="OUT.csv", nargs="?", help="the table as CSV (none without it); its folder must exist")
     args = parser.parse_args()
     cpp, pt = parser.input_jsons((args.cpp, "streams_events", SHAPE), (args.torch, "pytorch_streams", SHAPE))
+    if args.csv == "":  # a shell variable never set: refused, as `--json ''` is everywhere
+        parser.fail("OUT.csv needs a name, and '' is none")
     if args.csv:
         parser.output_file(args.csv, ("csv",))
     run(lambda: main(cpp, pt, args.csv))

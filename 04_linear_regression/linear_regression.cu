@@ -365,6 +365,7 @@ void check_run_options(const CLI::App& app, RunOptions& o, const std::string& ba
   if (o.common.quick && app.count("--points") == 0) o.config.points = 20'011;  // odd, not a block multiple
   if (o.common.quick && app.count("--epochs") == 0) o.config.epochs = 60;
   validate(o.config);
+  refuse_idle_seed(app, o.config, o.shuffle, /*has_shuffle=*/true);
   require_at_least("--fill-threads", o.fill_threads, 1);
   require_at_most("--fill-threads", o.fill_threads, 64);  // host threads filling one ring: more only contend
   if (app.count(batch_flag) == 0 && (o.shuffle || app.count("--fill-threads") > 0)) {

@@ -176,8 +176,9 @@ void write_sweep_csv(const std::string& path, const std::vector<SweepRow>& rows,
 void sweep(const Config& base, const std::vector<std::int64_t>& sizes, const std::vector<Variant>& variants,
            Repeats repeats, double copy_gbps, const std::string& csv, Report& report) {
   std::ostream& out = report.out();
-  out << format("sweep: %zu sizes x %zu variants, %d epochs, median of %d runs after %d warm-up; lr %g up to %lld "
-                "points, scaled by (5M/N)^2 above\n", sizes.size(), variants.size(), base.epochs, repeats.timed,
+  out << format("sweep: %zu sizes x %zu variants, %d epochs, %s after %d warm-up; lr %g up to %lld "
+                "points, scaled by (5M/N)^2 above\n", sizes.size(), variants.size(), base.epochs,
+                workbook::median_of(repeats.timed, "run", "runs").c_str(),
                 repeats.warmup, base.lr, static_cast<long long>(regression::kArticlePoints))
       << table_header() << "\n";
   struct SizeRun {
@@ -309,6 +310,13 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   if (!o.sweep && !o.breakdown && !o.barrier && !trace) o.sweep = o.breakdown = o.barrier = true;
   finish_ladder_options(app, o.common.quick, o.ladder);
   if (!o.sweep && (app.count("--sizes") || app.count("--csv"))) throw UsageError("--sizes and --csv need --sweep");
+  // Flags that would change nothing in the modes asked for are refused, not ignored.
+  if (app.count("--points") && !o.breakdown && !o.barrier && !trace) {
+    throw UsageError("--points is the size of --breakdown, --barrier and --trace: --sweep takes --sizes");
+  }
+  if (app.count("--variant") && !o.sweep && !trace) {
+    throw UsageError("--variant picks what --sweep and --trace run: --breakdown and --barrier time variants of their own");
+  }
   o.sizes = !sizes_text.empty() ? parse_sizes(sizes_text)
             : o.common.quick    ? std::vector<std::int64_t>{2, 1025, 20'011}
                                 : default_sweep_sizes();

@@ -163,6 +163,7 @@ void finish_ladder_options(const CLI::App& app, bool quick, LadderOptions& o) {
   if (unset("--copy-mib")) o.copy_mib = 64;
   if (unset("--repeats")) o.repeats = 2;
   regression::validate(o.config);
+  regression::refuse_idle_seed(app, o.config);
   o.variants = parse_variants(o.variant_list);
   require_at_least("--repeats", o.repeats, 1);
   require_at_least("--copy-mib", o.copy_mib, 1);

@@ -14,6 +14,12 @@ void add_problem_options(CLI::App& app, Config& config) {
   app.add_option("--print-every", config.print_every, "show the loss every this many epochs")->type_name("K");
 }
 
+void refuse_idle_seed(const CLI::App& app, const Config& config, bool shuffled, bool has_shuffle) {
+  if (app.count("--seed") == 0 || config.noise > 0.0 || shuffled) return;
+  throw UsageError(has_shuffle ? "--seed seeds --noise and --shuffle: without either it changes nothing"
+                               : "--seed seeds --noise: without it it changes nothing");
+}
+
 nlohmann::json settings_json(const Config& config) {
   const Split split = split_of(config.points);
   return {{"points", config.points}, {"train_points", split.train}, {"test_points", split.test},

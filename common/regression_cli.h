@@ -18,6 +18,10 @@ void add_problem_options(CLI::App& app, Config& config);
 
 // The problem's settings under the keys every chapter's JSON uses (the plot and compare scripts
 // read them): points, train_points, test_points, epochs, lr, noise, seed, print_every.
+// --seed changes the data only through --noise (and, where a program has it, the batch order of
+// --shuffle): given without them it would change nothing, so it is refused (UsageError).
+void refuse_idle_seed(const CLI::App& app, const Config& config, bool shuffled = false, bool has_shuffle = false);
+
 nlohmann::json settings_json(const Config& config);
 
 }  // namespace workbook::regression

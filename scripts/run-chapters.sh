@@ -4,15 +4,29 @@
 # whose program also takes `--device cpu` (04: the same training on the CPU twins) then runs that way.
 #
 #   scripts/run-chapters.sh              # full runs
-#   scripts/run-chapters.sh --quick      # extra arguments go to every program
-# A program that refuses the arguments (exit 2, its one-line reason) stops the run with exit 2.
+#   scripts/run-chapters.sh --quick      # small sizes, in every program
+#   scripts/run-chapters.sh --device 1   # another GPU
+# Only --quick and --device go to the programs (every chapter's program takes both); anything else
+# is refused before the build. A program that refuses them (exit 2) stops the run with exit 2.
 set -euo pipefail
 case ${1:-} in
-  -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
 # A --device of the reader's own is kept: the CPU fallback below would add a second one.
 device_given=0
-for arg in "$@"; do [[ $arg == --device || $arg == --device=* ]] && device_given=1; done
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  case ${args[i]} in
+    --quick) ;;
+    --device=?*) device_given=1 ;;
+    --device)
+      ((i + 1 < ${#args[@]})) && [[ -n ${args[i + 1]} && ${args[i + 1]} != -* ]] ||
+        { echo "error: run-chapters.sh: --device needs a value (N, cuda:N or cpu)" >&2; exit 2; }
+      device_given=1 && i=$((i + 1)) ;;
+    *) echo "error: run-chapters.sh passes only --quick and --device to the programs, got '${args[i]}' (see scripts/run-chapters.sh --help)" >&2
+       exit 2 ;;
+  esac
+done
 source "$(dirname "$0")/env.sh"
 cd "$workbook_root"
 "$workbook_root/scripts/install-deps.sh"

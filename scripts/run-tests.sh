@@ -11,10 +11,17 @@ case ${1:-} in
 esac
 # ctest runs everything when it does not know an option: a typo is refused here instead, before
 # the build. Values (after -L, -R, -j, ...) are ctest's to check.
-for arg in "$@"; do
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  arg=${args[i]}
   case $arg in
-    -L|-LE|-R|-E|-j|-I|-V|-VV|-N|-j[0-9]*|-L?*|-R?*|-E?*) ;;
-    --label-regex|--label-exclude|--tests-regex|--exclude-regex|--parallel|--timeout|--repeat|--output-on-failure|\
+    -L|-LE|-R|-E|-I|--label-regex|--label-exclude|--tests-regex|--exclude-regex|--timeout|--repeat)
+      # ctest would take a missing value as "no filter" and run everything
+      ((i + 1 < ${#args[@]})) && [[ -n ${args[i + 1]} ]] ||
+        { echo "error: run-tests.sh: $arg needs a value (see scripts/run-tests.sh --help)" >&2; exit 2; }
+      i=$((i + 1)) ;;
+    -j|-V|-VV|-N|-j[0-9]*|-L?*|-R?*|-E?*) ;;
+    --parallel|--output-on-failure|\
     --stop-on-failure|--rerun-failed|--show-only|--schedule-random|--verbose|--extra-verbose|--no-tests=*|\
     --label-regex=*|--label-exclude=*|--tests-regex=*|--exclude-regex=*|--parallel=*|--timeout=*|--repeat=*) ;;
     -*) echo "error: run-tests.sh: '$arg' is not a ctest option it passes on (see scripts/run-tests.sh --help)" >&2

@@ -231,7 +231,8 @@ TEST_CASE("program: bad input is one line and exit 2, divergence is exit 1 witho
        {std::vector<std::string>{"--points", "1"}, {"--epochs", "0"}, {"--lr", "0"}, {"--lr", "-1"}, {"--lr", "nan"},
         {"--lr", "inf"}, {"--seed", "-1"}, {"--noise", "-1"}, {"--device", "gpu"}, {"--points", "x"}, {"--points", "50X"},
         {"--points", "5.5M"}, {"--points", "-5"}, {"--device", "cuda:"}, {"--device", "-1"}, {"--device", "CPU"},
-        {"--device", "0x1"}, {"--json", "README.md"}, {"--json", "/proc/self/x.json"},
+        {"--device", "0x1"}, {"--lr", "0x10"}, {"--points", "5m"}, {"--epochs", "010"}, {"--seed", "7"},
+        {"--json", "README.md"}, {"--json", "/proc/self/x.json"},
         {"--json", std::string(WORKBOOK_CHAPTER_DIR) + "/../CMakePresets.json"}}) {
     check_one_line(with_args({WORKBOOK_PROGRAM}, args), 2, Stdout::kEmpty);
   }
