@@ -21,6 +21,11 @@ if(WORKBOOK_BUILD_TESTS)
       3 CONFIG)
 endif()
 
+# scripts/install-deps.sh puts the plots' packages and cog into .venv/ (which also sees the system's,
+# torch included): the tests run the scripts with that Python when it is there.
+if(NOT DEFINED Python3_EXECUTABLE AND EXISTS "${PROJECT_SOURCE_DIR}/.venv/bin/python3")
+  set(Python3_EXECUTABLE "${PROJECT_SOURCE_DIR}/.venv/bin/python3")
+endif()
 find_package(Python3 COMPONENTS Interpreter)
 find_program(WORKBOOK_COMPUTE_SANITIZER compute-sanitizer
              HINTS "${CUDAToolkit_BIN_DIR}" "${CUDAToolkit_BIN_DIR}/../compute-sanitizer")

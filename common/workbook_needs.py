@@ -8,8 +8,11 @@
     args = parser.parse_args()
     require("torch")                   # after the arguments: the import now, before any work
 
-So `--help` and argument errors work without torch, numpy or matplotlib. A package that is missing
-(or installed but broken) ends the script with one line on stderr and exit code 1:
+So `--help` and argument errors work without torch, numpy or matplotlib. A script started by a python3
+that lacks a package moves, at require(), to the workbook's own .venv/ (scripts/install-deps.sh puts
+numpy and matplotlib there, and it sees the system's torch), with the same arguments, before any work.
+A package missing there too (or installed but broken) ends the script with one line on stderr and
+exit code 1:
 
     error: this script needs matplotlib: pip install -r requirements-plots.txt (the repository root's)
 
@@ -18,11 +21,33 @@ root list the packages and the versions the workbook was run with; requirements.
 workbook_cli.py beside this file parses the flags by the C++ programs' rules (a bad value: one line, exit 2).
 """
 import importlib
+import importlib.util
+import os
 import sys
 
 _PIP = {"torch": "pip install torch (a CUDA build that your driver supports: see requirements-pytorch.txt)",
-        "matplotlib": "pip install -r requirements-plots.txt (the repository root's)",
+        "matplotlib": "scripts/install-deps.sh puts it into .venv/ (or pip install -r requirements-plots.txt)",
         "numpy": "pip install -r requirements-pytorch.txt (the repository root's; read its notes on torch first)"}
+
+
+_VENV = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".venv"))
+
+
+def _move_to_venv():
+    """Runs this script again with .venv/'s Python, if there is one and this is another Python."""
+    python = os.path.join(_VENV, "bin", "python3")
+    if os.path.realpath(sys.prefix) == _VENV or not os.access(python, os.X_OK) or not os.path.isfile(sys.argv[0]):
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(python, [python] + sys.argv)
+
+
+def _importable(name):
+    try:
+        return importlib.util.find_spec(name.split(".")[0]) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def load(name):
@@ -49,6 +74,8 @@ def load(name):
 def require(*names):
     """Imports every module in `names` now: a script calls it after parsing its arguments, so that a
     missing package stops it before any work."""
+    if not all(_importable(name) for name in names):
+        _move_to_venv()
     for name in names:
         load(name)
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # install-deps.sh: make sure the build dependencies are present; install the missing ones with apt
 # on Debian/Ubuntu (Catch2 v3 from bookworm-backports on Debian 12), or print the exact command;
-# then the README generator (cog) into .venv/, from PyPI, without root.
+# then the Python packages of the plots (numpy, matplotlib) and the README generator (cog) into the
+# workbook's own virtual environment, .venv/, from PyPI, without root.
 #
 #   scripts/install-deps.sh          (run-chapters.sh and run-tests.sh call it first)
 #
@@ -65,20 +66,28 @@ if [[ -z $catch2 || $catch2 -lt 3 ]]; then
   fi
 fi
 
-# The README generator, cog (PyPI's cogapp), goes into a virtual environment of the workbook's own,
-# .venv/ (ignored by git): no root needed, and the system's Python is left as it is.
+# The plots' packages (requirements-plots.txt) and the README generator, cog (PyPI's cogapp), go into
+# a virtual environment of the workbook's own, .venv/ (ignored by git): no root needed, and the
+# system's Python is left as it is. It sees the system's packages too (torch, where installed: its
+# build must match the driver, so the workbook never installs it). The tests run the scripts with
+# its Python, and a script started with another python3 moves to it (common/workbook_needs.py).
 readonly cogapp_version=3.6.0
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 install_python_tools() {
   local venv=$workbook_root/.venv
-  if [[ $("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("cogapp"))' 2>/dev/null) == "$cogapp_version" ]]; then
+  if ! grep -qs '^include-system-site-packages = true' "$venv/pyvenv.cfg"; then
+    rm -rf "$venv"  # one made before it saw the system's packages (or half made): made again
+    python3 -m venv --system-site-packages "$venv" >/dev/null ||
+      { echo "warning: could not make .venv/ (python3 -m venv --system-site-packages .venv); the plot and docs tests will be skipped" >&2; return 0; }
+  fi
+  if [[ $("$venv/bin/python" -c 'import importlib.metadata as m, numpy, matplotlib; print(m.version("cogapp"))' 2>/dev/null) == "$cogapp_version" ]]; then
     return 0
   fi
-  echo "Installing cogapp $cogapp_version into .venv/ (the README generator)"
-  if ! python3 -m venv "$venv" >/dev/null ||
-     ! "$venv/bin/python" -m pip install -q --disable-pip-version-check "cogapp==$cogapp_version" >/dev/null; then
-    # Only the docs tests need it (they skip without it): the chapters build and run all the same.
-    echo "warning: could not install cogapp $cogapp_version into .venv/ (python3 -m venv .venv && .venv/bin/pip install cogapp==$cogapp_version); the docs tests will be skipped" >&2
+  echo "Installing numpy, matplotlib and cogapp $cogapp_version into .venv/ (the plots, the README generator)"
+  if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check "cogapp==$cogapp_version" \
+       -r "$workbook_root/requirements-plots.txt" >/dev/null; then
+    # Only the plot and docs tests need them (they skip without): the chapters build and run all the same.
+    echo "warning: could not install them into .venv/ (.venv/bin/pip install cogapp==$cogapp_version -r requirements-plots.txt); the plot and docs tests will be skipped" >&2
     return 0
   fi
 }
