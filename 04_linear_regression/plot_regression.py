@@ -5,7 +5,8 @@ Reads cuda.json, cpu.json, pytorch_cuda.json and pytorch_cpu.json (whichever exi
 with the per-step times of cuda and cpu from linear_regression_bench's cuda_steps.json and
 cpu_steps.json (the PyTorch script times its steps itself), and writes loss_curves.png (the printed
 losses of each run), times.png (training time and the per-epoch time of each step) and summary.md
-(the README's table) into RESULTS_DIR, as benchmark.sh does, or into --out DIR; nothing else.
+(the README's table) into --out DIR (benchmark.sh: its RESULTS_DIR; by default
+build/plots/04_linear_regression/); nothing else.
 
     python3 plot_regression.py RESULTS_DIR [--out DIR]
 """

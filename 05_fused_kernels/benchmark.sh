@@ -35,7 +35,7 @@ if command -v ncu >/dev/null; then
     >/dev/null || echo "ncu exited with $?" >>"$results/ncu_fused_50M.txt"
 fi
 
-stamped "$results/summary.md" python3 "$here/plot_fused.py" "$results" || status=1
+stamped "$results/summary.md" python3 "$here/plot_fused.py" "$results" --out "$results" || status=1
 python3 "$here/../03_streams_events/plot_trace.py" "$results/trace.json" "$results/trace.png" \
   "fused_kernels_bench --trace: CUDA event timestamps per variant and stream" || status=1
 # The exercises' worked answers, judged by their checkers: the verdicts the README quotes.

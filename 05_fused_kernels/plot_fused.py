@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """plot_fused.py RESULTS_DIR [--out DIR]: chapter 05's two charts and the README's table, from benchmark.sh's files.
 
-The charts go into RESULTS_DIR, as benchmark.sh does, or into --out DIR; nothing else is written.
+The charts go into --out DIR (benchmark.sh: its RESULTS_DIR; default build/plots/05_fused_kernels/); nothing else is written.
 
 time_vs_size.png   training time (200 epochs) against points, log-log: every CUDA variant
                    (sweep.csv) and every PyTorch mode (pytorch_sweep.csv), with the largest size

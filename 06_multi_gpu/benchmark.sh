@@ -159,6 +159,6 @@ if step exercises; then
   exercise_answers "$results/exercises.txt" || status=1
 fi
 if step plot; then
-  stamped "$results/summary.md" python3 "$here/plot_multi_gpu.py" "$results" || status=1
+  stamped "$results/summary.md" python3 "$here/plot_multi_gpu.py" "$results" --out "$results" || status=1
 fi
 exit $status

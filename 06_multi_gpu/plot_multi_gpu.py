@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """plot_multi_gpu.py RESULTS_DIR [--out DIR]: the chapter's figures and summary from benchmark.sh's JSON.
 
-The figures go to RESULTS_DIR, or to --out DIR:
+The figures go to --out DIR (benchmark.sh: its RESULTS_DIR; default build/plots/06_multi_gpu/):
 
 allreduce_busbw.png  bus bandwidth vs size (this program; nccl-tests' out-of-place busbw beside it)
 scaling.png          time per epoch and efficiency for 1/2/4 GPUs, the all-reduce's share beside it
@@ -408,7 +408,7 @@ def on_chip_part(results, j, epochs, lines):
 
 
 OUTPUTS = ("allreduce_busbw.png", "scaling.png", "exchange.png", "on_chip.png")
-OUT = [None]  # where the figures go: RESULTS_DIR, or --out DIR (set once, in main)
+OUT = [None]  # where the figures go: --out DIR, or build/plots/06_multi_gpu/ (set once, in main)
 
 
 def main():

@@ -10,7 +10,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
@@ -19,21 +18,21 @@ namespace workbook {
 
 namespace {
 
-// Whether an existing file is one the workbook writes, and so one a rerun may replace: a JSON
-// object with a "program" (a report) or "traceEvents" (a trace), or a CSV whose first line is the
-// workbook's provenance line (or, in a CSV from before it had one, a header of plain column names).
-// Anything else (CMakePresets.json, a notes file) is kept.
+// Whether an existing file is one the workbook wrote, and so one a rerun may replace. Proven by
+// what the workbook writes into every file, its provenance (provenance.h), never guessed from the
+// file's shape: a JSON object with a "provenance" record, or a CSV whose first line is the
+// provenance line. Anything else (CMakePresets.json, a reader's own table) is kept.
 bool written_by_the_workbook(const std::string& path, const std::string& extension) {
   std::ifstream in(path);
   if (extension == ".csv") {
     std::string header;
     std::getline(in, header);
-    return header.rfind("# provenance: ", 0) == 0 || std::regex_match(header, std::regex("[a-z_0-9]+(,[a-z_0-9]+)+"));
+    return header.rfind("# provenance: commit ", 0) == 0;
   }
   std::ostringstream text;
   text << in.rdbuf();
   const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
-  return j.is_object() && (j.contains("program") || j.contains("traceEvents"));
+  return j.is_object() && j.contains("provenance") && j["provenance"].is_object() && j["provenance"].contains("commit");
 }
 
 }  // namespace

@@ -216,31 +216,44 @@ class FileChecks:
             problem = output_file_problem(path, "." + extension)
             if problem:
                 self.fail(f"{path}: {problem}")
+        elif os.path.exists(path) and os.path.getsize(path) > 0 and not written_by_the_workbook(path, "." + extension):
+            self.fail(f"{path}: is there and is not a figure the workbook drew; name another (it would be overwritten)")
         elif not can_write(path):
             self.fail(f"{path}: cannot be written")
 
     def output_folder(self, path, names, flag="--out"):
-        """A folder the script writes `names` into (from `flag`, or the input folder, already
-        checked, where the flag is not given): it exists, and none of them is a folder there."""
+        """A folder the script writes `names` into (from `flag`, or build/plots/<chapter>/, made
+        here, where the flag is not given): it exists, none of them is a folder there, and any of
+        them already there is the workbook's own (written_by_the_workbook)."""
+        if path == getattr(self, "default_out", None):
+            os.makedirs(path, exist_ok=True)  # build/plots/<chapter>/, where nothing of the reader's lives
         self.input_folder(path, flag)
         for name in names:
-            if os.path.isdir(os.path.join(path, name)):
-                self.fail(f"{os.path.join(path, name)}: is a folder, where this script writes a file")
+            target = os.path.join(path, name)
+            if os.path.isdir(target):
+                self.fail(f"{target}: is a folder, where this script writes a file")
+            if os.path.exists(target) and os.path.getsize(target) > 0 and \
+                    not written_by_the_workbook(target, os.path.splitext(name)[1]):
+                self.fail(f"{target}: is there and is not a file the workbook wrote; name another --out (it would be overwritten)")
 
 
 def written_by_the_workbook(path, extension):
-    """Whether an existing file is one a rerun may replace, as the C++ programs decide: a JSON object
-    with "program" (a report) or "traceEvents" (a trace), or a CSV whose first line is the provenance
-    line (or a header of plain column names)."""
+    """Whether an existing file is one a rerun may replace, as the C++ programs decide: proven by the
+    provenance the workbook writes into every file, never guessed from its shape. A JSON object with
+    a "provenance" record, a CSV whose first line is the provenance line, a figure whose metadata
+    holds it (save_figure: PNG and SVG "Description", PDF "Subject"); a format without metadata
+    (.jpg, ...) is never replaced."""
     try:
-        with open(path, encoding="utf-8") as f:
-            if extension == ".csv":
-                first = f.readline().rstrip("\r\n")
-                return first.startswith("# provenance: ") or re.fullmatch(r"[a-z_0-9]+(,[a-z_0-9]+)+", first) is not None
-            j = json.load(f)
+        if extension in (".csv", ".json"):
+            with open(path, encoding="utf-8") as f:
+                if extension == ".csv":
+                    return f.readline().startswith("# provenance: commit ")
+                j = json.load(f)
+            return isinstance(j, dict) and isinstance(j.get("provenance"), dict) and "commit" in j["provenance"]
+        with open(path, "rb") as f:
+            return b"provenance: commit " in f.read(64 << 20)  # the metadata, stored as plain text
     except (OSError, UnicodeDecodeError, ValueError):
         return False
-    return isinstance(j, dict) and ("program" in j or "traceEvents" in j)
 
 
 def output_file_problem(path, extension):
@@ -587,19 +600,25 @@ def run(main):
 
 
 def results_folder_arguments(description, outputs):
-    """The command line of a plot that reads benchmark.sh's RESULTS_DIR and writes `outputs` there,
-    or into --out DIR: returns the parser, the folder (checked) and where to write. The caller
-    reads its inputs first, then checks the outputs with parser.output_folder(out, outputs)."""
+    """The command line of a plot that reads benchmark.sh's RESULTS_DIR and writes `outputs` into
+    --out DIR, by default build/plots/<chapter>/ (made when needed): a reader's plot never rewrites
+    the committed results/ (benchmark.sh and scripts/regenerate.sh name it with --out). Returns the
+    parser, the folder (checked) and where to write. The caller reads its inputs first, then checks
+    the outputs with parser.output_folder(out, outputs)."""
     parser = Parser(description=description, usage="%(prog)s [-h] RESULTS_DIR [--out DIR]")
     # nargs="?" and the check below, rather than a required argument: argparse would then name the
     # missing folder before an unknown flag, which is the likelier mistake of the two.
     parser.add_argument("results", metavar="RESULTS_DIR", nargs="?", help="benchmark.sh's output folder (required)")
-    parser.add_argument("--out", metavar="DIR", help=f"where to write {', '.join(outputs)} (default: RESULTS_DIR)")
+    chapter = os.path.basename(os.path.dirname(os.path.abspath(sys.argv[0])))
+    default_out = os.path.relpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "plots", chapter))
+    parser.add_argument("--out", metavar="DIR", help=f"where to write {', '.join(outputs)} (default: {default_out}, made if needed)")
     args = parser.parse_args()
     if args.results is None:
         parser.error("the following arguments are required: RESULTS_DIR")
     parser.input_folder(args.results)
-    return parser, args.results, args.results if args.out is None else args.out
+    if args.out is None:
+        parser.default_out = default_out
+    return parser, args.results, default_out if args.out is None else args.out
 
 
 if __name__ == "__main__":

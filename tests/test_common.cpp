@@ -940,30 +940,35 @@ TEST_CASE("regression check: tolerances, every epoch's loss, divergence only whe
 
 TEST_CASE("output files: checked without truncating or leaving a file; a failed write names the reason") {
   const std::string kept = temp_path("kept.json");
-  std::ofstream(kept) << R"({"program": "linear_regression"})";
+  const std::string report = R"({"program": "linear_regression", "provenance": {"commit": "5e806168621e"}})";
+  std::ofstream(kept) << report;
   workbook::require_output_file("--json", kept, ".json");
   std::ifstream in(kept);
-  CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == R"({"program": "linear_regression"})");  // untouched
+  CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == report);  // untouched
   const std::string fresh = temp_path("fresh.json");
   std::filesystem::remove(fresh);
   workbook::require_output_file("--json", fresh, ".json");
   CHECK_FALSE(std::filesystem::exists(fresh));  // the try's empty file is gone again
   CHECK_THROWS_WITH(workbook::require_output_file("--csv", fresh, ".csv"),
                     "--csv " + fresh + ": name a .csv file (it is overwritten)");
-  // An existing file is replaced only if the workbook wrote it: a report, a trace, a CSV of columns.
+  // An existing file is replaced only if the workbook wrote it, as its provenance shows: never
+  // from its shape (a JSON with "program", a CSV of plain column names can be a reader's own).
   const std::string other = temp_path("other.json");
-  std::ofstream(other) << R"({"configurePresets": []})";
-  CHECK_THROWS_WITH(workbook::require_output_file("--json", other, ".json"),
-                    "--json " + other + ": is there and is not a file the workbook wrote; name another (it would be overwritten)");
-  std::ofstream(other) << R"({"program": "linear_regression", "passed": true})";
-  workbook::require_output_file("--json", other, ".json");
-  std::ofstream(other) << R"({"traceEvents": []})";
+  for (const char* foreign : {R"({"configurePresets": []})", R"({"program": "mine", "passed": true})", R"({"traceEvents": []})",
+                              R"({"provenance": "mine"})"}) {
+    std::ofstream(other) << foreign;
+    CHECK_THROWS_WITH(workbook::require_output_file("--json", other, ".json"),
+                      "--json " + other + ": is there and is not a file the workbook wrote; name another (it would be overwritten)");
+  }
+  std::ofstream(other) << R"({"traceEvents": [], "provenance": {"commit": "5e806168621e"}})";
   workbook::require_output_file("--trace", other, ".json");
   const std::string table = temp_path("table.csv");
-  std::ofstream(table) << "points,variant,ms\n5,1,0.1\n";
+  std::ofstream(table) << "# provenance: commit 5e806168621e (clean), no GPU\npoints,variant,ms\n5,1,0.1\n";
   workbook::require_output_file("--csv", table, ".csv");
-  std::ofstream(table) << "Some notes, with spaces\n";
-  CHECK_THROWS(workbook::require_output_file("--csv", table, ".csv"));
+  for (const char* foreign : {"Some notes, with spaces\n", "a,b\n1,2\n", "x,y\n"}) {
+    std::ofstream(table) << foreign;
+    CHECK_THROWS(workbook::require_output_file("--csv", table, ".csv"));
+  }
   CHECK_THROWS_WITH(workbook::require_distinct_outputs("--trace", "t.json", "--json", "./t.json"),
                     "--trace and --json name the same file, ./t.json; one would overwrite the other");
   workbook::require_distinct_outputs("--trace", "t.json", "--json", "-");
