@@ -32,12 +32,37 @@ source "$(dirname "$0")/env.sh"
 cd "$workbook_root"
 "$workbook_root/scripts/install-deps.sh"
 workbook_build
+# ctest pads every result line to its longest test name; a reader gets one short line a test
+# ("12/470 Passed 0.11 s  name"), cut at 120 columns where it passed or was skipped (a failure keeps
+# its whole name), and ctest's list of the tests that did not run becomes their count (the
+# reasons follow, from skip-reasons.sh). ctest's own lines are kept in build/Testing/ctest-output.txt.
+compact() {
+  awk -v width=120 '
+    /^ +Start +[0-9]+: / { next }
+    /^The following tests did not run:$/ { not_run = 1; count = 0; next }
+    not_run && /^\t/ { count++; next }
+    not_run { not_run = 0; printf "(%d tests did not run: the reasons are below)\n", count }
+    {
+      if (!match($0, /^ *[0-9]+\/[0-9]+ Test +#[0-9]+: /)) { print; fflush(); next }
+      counter = substr($0, 1, RLENGTH); sub(/ Test .*/, "", counter)
+      rest = substr($0, RLENGTH + 1)
+      if (match(rest, / +Passed +[0-9.]+ sec$/)) { outcome = substr(rest, RSTART); name = substr(rest, 1, RSTART - 1) }
+      else if (match(rest, /\*\*\*[A-Z].*$/)) { outcome = substr(rest, RSTART + 3); name = substr(rest, 1, RSTART - 1) }
+      else { print; fflush(); next }
+      sub(/ +$/, "", name); sub(/ \.+$/, "", name)
+      gsub(/ +/, " ", outcome); sub(/^ /, "", outcome); sub(/ sec$/, " s", outcome)
+      line = sprintf("%s %-16s %s", counter, outcome, name)
+      if (outcome ~ /^(Passed|Skipped)/ && length(line) > width) line = substr(line, 1, width - 3) "..."
+      print line; fflush()
+    }
+    END { if (not_run) printf "(%d tests did not run: the reasons are below)\n", count }'
+}
 junit=$workbook_build_dir/Testing/junit.xml
 summary=$workbook_build_dir/Testing/ctest-output.txt
 mkdir -p "$workbook_build_dir/Testing"
 rm -f "$junit"
 status=0
-ctest --preset default --output-junit "$junit" "$@" 2>&1 | tee "$summary" || status=$?
+ctest --preset default --output-junit "$junit" "$@" 2>&1 | tee "$summary" | compact || status=$?
 [[ -f $junit ]] && { "$workbook_root/scripts/skip-reasons.sh" "$junit" || true; }  # a report; never the verdict
 grep -E '^[0-9]+% tests passed' "$summary" | tail -1 || true
 exit "$status"

@@ -4,7 +4,9 @@
 #
 #   scripts/skip-reasons.sh JUNIT_XML      (run-tests.sh calls it with ctest's --output-junit file)
 #
-# The reason is what the test printed: a Catch2 SKIP message, or a program's one-line reason.
+# The reason is what the test printed: a Catch2 SKIP message, or a program's one-line reason. Reasons
+# that differ only by the program or the exercise are one group ("a program needs a CUDA GPU: ...");
+# a group of one test names it.
 set -euo pipefail
 case ${1:-} in
   -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -48,6 +50,10 @@ awk '
     if (!done) next
     in_output = 0
     reason = message != "" ? message : (last != "" ? last : "(no reason printed)")
+    sub(/^program reports no usable GPU: /, "", reason)
+    if (sub(/^[A-Za-z_0-9]+ needs a CUDA GPU: /, "", reason)) reason = "a program needs a CUDA GPU: " reason
+    if (reason ~ /^not attempted yet: /)
+      reason = "not attempted yet: an exercise still holds its TODO(exercise): line (see scripts/check-exercise.sh --list)"
     if (!(reason in count)) order[++reasons] = reason
     if (++count[reason] == 1) example[reason] = name
     total++
@@ -57,8 +63,8 @@ awk '
     printf "\n%d tests skipped, for these reasons:\n", total
     for (i = 1; i <= reasons; i++) {
       r = order[i]
-      others = count[r] > 1 ? sprintf(" and %d more", count[r] - 1) : ""
-      printf "  %3d x %s\n        (%s%s)\n", count[r], r, example[r], others
+      printf "  %3d x %s\n", count[r], r
+      if (count[r] == 1) printf "        (%s)\n", example[r]
     }
   }
 ' "$junit"
