@@ -8,8 +8,9 @@
 # the benchmarks to the matching tests and chapters. WORKBOOK_BENCHMARKS=0 skips the benchmarks.
 #
 # RESULTS_DIR (default: results/) receives two files: results.tar.gz, holding every log and each
-# chapter's text output, JSON, CSV and plots, and summary.txt, the short table printed last.
-# This is how the numbers in the chapter READMEs are made.
+# chapter's text output, JSON, CSV and plots, and summary.txt, printed last: the tests' outcome and,
+# after the benchmarks, your headline figures beside the committed ones with the ratio
+# (scripts/compare-results.py). The committed figures themselves come from scripts/regenerate.sh.
 set -uo pipefail
 case ${1:-} in
   -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -66,6 +67,10 @@ done
   echo "== ctest (exit $ctest_status)"
   grep -E 'tests passed|tests failed|\(Failed\)|\(Timeout\)|\*\*\*|^[a-z]+ += ' "$results/ctest.log" | head -40
   grep -E -c '\(Skipped\)' "$results/ctest.log" | sed 's/^/skipped: /'
+  if [[ ${WORKBOOK_BENCHMARKS:-1} != 0 ]]; then
+    echo "== your headline figures beside the committed ones"
+    python3 scripts/compare-results.py "$results"
+  fi
 } | tee "$results/summary.txt"
 tar -C "$results" -czf "$destination/results.tar.gz" .
 cp "$results/summary.txt" "$destination/"
