@@ -271,7 +271,7 @@ def parse_args():
     p.add_argument("--epochs", type=integer("--epochs"), default=20,
                    help="epochs (default 20: eager PyTorch spends about 1 ms a step here, 63 steps an epoch)")
     p.add_argument("--lr", type=number("--lr"), default=0.01)
-    p.add_argument("--seed", type=integer("--seed"), default=42)
+    p.add_argument("--seed", type=integer("--seed", maximum=2**64 - 1), default=42)
     p.add_argument("--batch-size", type=size("--batch-size"), default=None, metavar="SIZE",
                    help="points per step (default 65536; 4096 with --quick)")
     p.add_argument("--shuffle", action="store_true", help="visit the batches in a new order every epoch")

@@ -44,7 +44,7 @@ def main():
     p.add_argument("--epochs", type=integer("--epochs"), default=200)
     p.add_argument("--lr", type=number("--lr"), default=0.01)
     p.add_argument("--noise", type=number("--noise"), default=0.0)
-    p.add_argument("--seed", type=integer("--seed"), default=42)
+    p.add_argument("--seed", type=integer("--seed", maximum=2**64 - 1), help="seed of the noise (default 42; with --noise)")
     p.add_argument("--print-every", type=integer("--print-every"), default=10)
     p.add_argument("--json", nargs="?", const="-", help="write the results as JSON to FILE (- for stdout)")
     p.add_argument("--quick", action="store_true", help="20011 points, 60 epochs, few repeats")
@@ -62,6 +62,9 @@ def main():
     p.require_positive("--lr", args.lr)
     if not (math.isfinite(args.noise) and args.noise >= 0):
         p.fail(f"--noise must be a finite number of at least 0, got {args.noise}")
+    if args.seed is not None and args.noise == 0:  # as linear_regression (regression_cli.h)
+        p.fail("--seed seeds --noise: without it it changes nothing")
+    args.seed = 42 if args.seed is None else args.seed
     p.require_at_least("--seed", args.seed, 0)
     p.require_at_least("--print-every", args.print_every, 1)
     if args.repeats is not None:

@@ -465,10 +465,16 @@ def _decimal_digits(text):
 _DECIMAL = re.compile(r"[+-]?(0|[1-9][0-9]*)?(\.[0-9]*)?([eE][+-]?[0-9]+)?")
 
 
-def parse_integer(flag, text):
-    """A whole number, with an optional minus sign (the range check says what is allowed)."""
+INT_MAX = 2**31 - 1  # a C++ int: what the programs' count flags hold (CLI11: "out of range" above)
+
+
+def parse_integer(flag, text, maximum=INT_MAX):
+    """A whole number, with an optional minus sign, that fits the C++ program's type (an int unless
+    `maximum` says otherwise): the range check after parsing says what is allowed."""
     if not _decimal_digits(text[1:] if text.startswith("-") else text):
         raise UsageError(f"{flag}: '{text}' is not a whole number (decimal, without leading zeros)")
+    if not -maximum - 1 <= int(text) <= maximum:
+        raise UsageError(f"{flag}: {text} is out of range")
     return int(text)
 
 
@@ -516,8 +522,8 @@ def median_of(count, one, many):
     return f"one {one}" if count == 1 else f"median of {count} {many}"
 
 
-def integer(flag):
-    return lambda text: parse_integer(flag, text)
+def integer(flag, maximum=INT_MAX):
+    return lambda text: parse_integer(flag, text, maximum)
 
 
 def number(flag):
