@@ -22,8 +22,11 @@ if(WORKBOOK_BUILD_TESTS)
 endif()
 
 # scripts/install-deps.sh puts the plots' packages and cog into .venv/ (which also sees the system's,
-# torch included): the tests run the scripts with that Python when it is there.
-if(NOT DEFINED Python3_EXECUTABLE AND EXISTS "${PROJECT_SOURCE_DIR}/.venv/bin/python3")
+# torch included): the tests run the scripts with that Python when it is there, unless the reader
+# configures from an activated virtual or conda environment of their own, which is then found first.
+if(NOT DEFINED Python3_EXECUTABLE AND EXISTS "${PROJECT_SOURCE_DIR}/.venv/bin/python3"
+   AND (NOT DEFINED ENV{VIRTUAL_ENV} OR "$ENV{VIRTUAL_ENV}" STREQUAL "${PROJECT_SOURCE_DIR}/.venv")
+   AND NOT DEFINED ENV{CONDA_PREFIX})
   set(Python3_EXECUTABLE "${PROJECT_SOURCE_DIR}/.venv/bin/python3")
 endif()
 find_package(Python3 COMPONENTS Interpreter)

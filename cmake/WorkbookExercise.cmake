@@ -11,11 +11,24 @@
 #                                 the verdict that mistake gets
 #
 # Programs (in <build>/<chapter>/exercises/): check_<name> (the reader's attempt),
-# check_<name>_answer, and check_<name>_<mistake> for each planted mistake. Tests:
+# check_<name>_answer, and check_<name>_<mistake> for each planted mistake. The planted ones only
+# ever run on a GPU: a build configured on a machine without one leaves them out of `all` (most of
+# the workbook's CUDA compilations), and its test "exercises: the planted-mistake checkers are
+# built" builds them before their tests should a GPU be there then. Tests:
 #   "<chapter>: exercise <name>"                         label exercise: the reader's attempt; skipped,
 #                                                        "not attempted yet", while it holds TODO(exercise)
 #   "<chapter>: exercise <name>: the lesson's answer"    label gpu: the answer must print "correct"
 #   "<chapter>: exercise <name>: catches <mistake>"      label gpu: exit 1, a verdict with <words>
+# Whether this configure sees a GPU (nvidia-smi -L lists one): asked once, on every configure.
+execute_process(COMMAND nvidia-smi -L RESULT_VARIABLE workbook_smi_status OUTPUT_VARIABLE workbook_smi_gpus ERROR_QUIET
+                TIMEOUT 15)
+if(workbook_smi_status EQUAL 0 AND workbook_smi_gpus MATCHES "GPU [0-9]")
+  set(WORKBOOK_CONFIGURED_WITH_GPU TRUE)
+else()
+  set(WORKBOOK_CONFIGURED_WITH_GPU FALSE)
+endif()
+add_custom_target(workbook_planted_mistakes)  # every planted-mistake checker (see the test below)
+
 function(workbook_add_exercise name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "CHECKER;ATTEMPT;ANSWER" "LINK;MISTAKES")
   get_filename_component(chapter "${CMAKE_CURRENT_SOURCE_DIR}" NAME)
@@ -57,15 +70,22 @@ function(workbook_add_exercise name)
   while(count GREATER 1)
     list(POP_FRONT mistakes mistake words)
     string(TOUPPER "${mistake}" planted)
-    _workbook_exercise_program(exercise_${chapter}_${name}_${mistake} check_${name}_${mistake} "${source}"
-                               PLANTED_${planted}=1)
+    set(program exercise_${chapter}_${name}_${mistake})
+    _workbook_exercise_program(${program} check_${name}_${mistake} "${source}" PLANTED_${planted}=1)
+    add_dependencies(workbook_planted_mistakes ${program})
+    if(NOT WORKBOOK_CONFIGURED_WITH_GPU)
+      set_target_properties(${program} PROPERTIES EXCLUDE_FROM_ALL TRUE)
+    endif()
     set(test "${chapter}: exercise ${name}: catches ${mistake}")
-    # The verdict names the mistake's hint, and the exit code is 1 (a wrong attempt): a sh
-    # wrapper, since ctest's WILL_FAIL would also pass a crash or a skip.
+    # Without a GPU the test is skipped (workbook_needs_gpu says why) before the program, which
+    # such a build leaves out, is looked for. The verdict names the mistake's hint, and the exit
+    # code is 1 (a wrong attempt): a sh wrapper, since ctest's WILL_FAIL would also pass a crash
+    # or a skip.
     add_test(NAME "${test}"
-             COMMAND sh -c "out=$(\"$0\" 2>&1); code=$?; printf '%s\\n' \"$out\"; [ $code -eq 77 ] && exit 77; [ $code -eq 1 ] || { echo \"expected exit 1, got $code\"; exit 1; }; case \"$out\" in *\"wrong: \"*\"$1\"*) exit 0;; esac; echo \"expected a verdict naming: $1\"; exit 1"
-                     "${out_dir}/check_${name}_${mistake}" "${words}")
-    set_tests_properties("${test}" PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300)
+             COMMAND sh -c "\"$2\" >/dev/null || exit $?; out=$(\"$0\" 2>&1); code=$?; printf '%s\\n' \"$out\"; [ $code -eq 77 ] && exit 77; [ $code -eq 1 ] || { echo \"expected exit 1, got $code\"; exit 1; }; case \"$out\" in *\"wrong: \"*\"$1\"*) exit 0;; esac; echo \"expected a verdict naming: $1\"; exit 1"
+                     "${out_dir}/check_${name}_${mistake}" "${words}" $<TARGET_FILE:workbook_needs_gpu>)
+    set_tests_properties("${test}" PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300
+                         FIXTURES_REQUIRED workbook_planted_mistakes)
     list(LENGTH mistakes count)
   endwhile()
   if(NOT count EQUAL 0)

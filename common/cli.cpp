@@ -57,13 +57,15 @@ void refuse_empty_values(int argc, char** argv) {
 // documents nowhere, and a leading zero that silently changes an epoch count. Every number is
 // written in decimal, so a value in one of those forms is refused whatever flag it belongs to.
 void refuse_other_number_forms(int argc, char** argv) {
-  static const std::regex other_form("[+-]?0([0-9]+|[xXbBoO].*)");
+  static const std::regex other_form("[+-]?0([0-9].*|[xXbBoO].*)");  // "0", "0.5" and "0e3" are decimal
+  static const std::regex negative_number("-[0-9.].*");              // a value, not a flag
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const std::size_t equals = arg.find('=');
     const bool long_with_value = arg.rfind("--", 0) == 0 && equals != std::string::npos;
     const std::string value = long_with_value ? arg.substr(equals + 1) : arg;
-    if ((!long_with_value && arg.rfind('-', 0) == 0) || !std::regex_match(value, other_form)) continue;
+    const bool a_flag = !long_with_value && arg.rfind('-', 0) == 0 && !std::regex_match(arg, negative_number);
+    if (a_flag || !std::regex_match(value, other_form)) continue;
     const std::string before = i > 1 ? argv[i - 1] : "";
     const std::string flag = long_with_value ? arg.substr(0, equals) : before.rfind('-', 0) == 0 ? before : "argument";
     throw UsageError(flag + ": '" + value + "' is not a decimal number (write numbers in decimal, without leading zeros)");
@@ -273,8 +275,8 @@ DeviceChoice parse_device(const std::string& text, CpuDevice cpu) {
   }
   if (text == "cuda") return d;
   const std::string index = text.rfind("cuda:", 0) == 0 ? text.substr(5) : text;
-  const bool digits_only = !index.empty() && index.size() <= 9 &&
-                           index.find_first_not_of("0123456789") == std::string::npos;
+  const bool digits_only = !index.empty() && index.size() <= 9 && (index.size() == 1 || index[0] != '0') &&
+                           index.find_first_not_of("0123456789") == std::string::npos;  // decimal: no "01"
   if (!digits_only) {
     throw UsageError(std::string("--device must be ") + (cpu == CpuDevice::kAllowed ? "cpu, " : "") +
                      "N, cuda or cuda:N (e.g. 0 or cuda:1), got '" + text + "'");

@@ -69,10 +69,11 @@ _LEAVES = {
                  and math.isfinite(v) and v > 0),
 }
 
-# The extensions savefig writes with the Agg backend (its get_supported_filetypes() in matplotlib
-# 3.6 and later), named here so that a bad name is refused before matplotlib is imported (and where
-# it is missing); a test checks that the installed matplotlib writes every one.
-PLOT_FORMATS = ("png", "pdf", "svg", "eps", "jpeg", "jpg", "pgf", "ps", "raw", "rgba", "svgz", "tif", "tiff", "webp")
+# The figure formats the scripts write: those whose metadata keeps the provenance line as text
+# (save_figure), so that a rerun can prove the file is its own (written_by_the_workbook). Named here
+# so that a bad name is refused before matplotlib is imported (and where it is missing); a test
+# checks that the installed matplotlib writes every one.
+PLOT_FORMATS = ("png", "pdf", "svg")
 
 
 def shape_error(value, shape, where="the top level"):
@@ -250,8 +251,14 @@ def written_by_the_workbook(path, extension):
                     return f.readline().startswith("# provenance: commit ")
                 j = json.load(f)
             return isinstance(j, dict) and isinstance(j.get("provenance"), dict) and "commit" in j["provenance"]
+        # The metadata, stored as text: PNG and SVG near the start, PDF's Info dictionary near the
+        # end, in UTF-16 when the line holds a character beyond ASCII.
+        mark = "provenance: commit "
         with open(path, "rb") as f:
-            return b"provenance: commit " in f.read(64 << 20)  # the metadata, stored as plain text
+            head = f.read(1 << 20)
+            f.seek(max(0, os.path.getsize(path) - (1 << 20)))
+            text = head + f.read()
+        return mark.encode() in text or mark.encode("utf-16-be") in text
     except (OSError, UnicodeDecodeError, ValueError):
         return False
 
@@ -471,7 +478,7 @@ INT_MAX = 2**31 - 1  # a C++ int: what the programs' count flags hold (CLI11: "o
 def parse_integer(flag, text, maximum=INT_MAX):
     """A whole number, with an optional minus sign, that fits the C++ program's type (an int unless
     `maximum` says otherwise): the range check after parsing says what is allowed."""
-    if not _decimal_digits(text[1:] if text.startswith("-") else text):
+    if not _decimal_digits(text[1:] if text.startswith(("-", "+")) else text):
         raise UsageError(f"{flag}: '{text}' is not a whole number (decimal, without leading zeros)")
     if not -maximum - 1 <= int(text) <= maximum:
         raise UsageError(f"{flag}: {text} is out of range")
@@ -492,7 +499,7 @@ def parse_device(text, cpu=False, flag="--device"):
     if text in ("cuda", "cpu" if cpu else "cuda"):
         return text
     index = text[len("cuda:"):] if text.startswith("cuda:") else text
-    if not (index and len(index) <= 9 and all("0" <= c <= "9" for c in index)):
+    if not (len(index) <= 9 and _decimal_digits(index)):  # decimal: no "01", as cli.cpp
         raise UsageError(f"{flag} must be {'cpu, ' if cpu else ''}N, cuda or cuda:N (e.g. 0 or cuda:1), got '{text}'")
     return f"cuda:{int(index)}"
 

@@ -23,6 +23,7 @@ workbook_cli.py beside this file parses the flags by the C++ programs' rules (a 
 import importlib
 import importlib.util
 import os
+import subprocess
 import sys
 
 _PIP = {"torch": "pip install torch (a CUDA build that your driver supports: see requirements-pytorch.txt)",
@@ -33,10 +34,14 @@ _PIP = {"torch": "pip install torch (a CUDA build that your driver supports: see
 _VENV = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".venv"))
 
 
-def _move_to_venv():
-    """Runs this script again with .venv/'s Python, if there is one and this is another Python."""
+def _move_to_venv(names):
+    """Runs this script again with .venv/'s Python, if there is one, this is another Python, and
+    that one finds every package in `names` (a Python with torch but not numpy stays with its torch)."""
     python = os.path.join(_VENV, "bin", "python3")
     if os.path.realpath(sys.prefix) == _VENV or not os.access(python, os.X_OK) or not os.path.isfile(sys.argv[0]):
+        return
+    probe = "import importlib.util as u, sys; sys.exit(not all(u.find_spec(n) for n in sys.argv[1:]))"
+    if subprocess.run([python, "-c", probe, *{name.split(".")[0] for name in names}]).returncode != 0:
         return
     sys.stdout.flush()
     sys.stderr.flush()
@@ -75,7 +80,7 @@ def require(*names):
     """Imports every module in `names` now: a script calls it after parsing its arguments, so that a
     missing package stops it before any work."""
     if not all(_importable(name) for name in names):
-        _move_to_venv()
+        _move_to_venv(names)
     for name in names:
         load(name)
 

@@ -4,8 +4,10 @@
 YOURS_DIR holds one folder per chapter with what that chapter's benchmark.sh wrote (as
 scripts/gpu-report.sh leaves them: build-gpu/report/<chapter>/). For each chapter's headline
 figures (those the top README quotes) it prints your value, the committed value of
-<chapter>/results/ with the GPU and run that made it, and the ratio yours / committed. A figure
-whose file is missing on either side reads "-" with the reason. Exit 0; 2 on bad usage.
+<chapter>/results/ with the GPU and run that made it, the ratio yours / committed, and whether
+yours is better or worse (times: lower is better; rates and shares: higher), or the same within
+3%. A figure whose file is missing on either side reads "-" with the reason. Exit 0; 2 on bad
+usage.
 
     python3 scripts/compare-results.py build-gpu/report
 """
@@ -95,18 +97,30 @@ def made_by(folder, name):
         return "?"
 
 
+LOWER_IS_BETTER = {"ms", "us"}  # times; every other unit here is a rate or a share
+
+
+def verdict(mine, theirs, unit):
+    """"better" or "worse" for you, or "same" within 3%."""
+    ratio = mine / theirs
+    if abs(ratio - 1) <= 0.03:
+        return "same"
+    return "better" if (ratio < 1) == (unit in LOWER_IS_BETTER) else "worse"
+
+
 def number(value, why):
     return f"{value:.4g}" if value is not None else f"- ({why})"
 
 
 def main(yours):
-    rows = [("chapter", "figure", "unit", "yours", "committed", "made on", "yours / committed")]
+    rows = [("chapter", "figure", "unit", "yours", "committed", "made on", "yours / committed", "")]
     for chapter, name, what, unit, how in FIGURES:
         mine, why_mine = read(os.path.join(yours, chapter), name, how)
         theirs, why_theirs = read(os.path.join(ROOT, chapter, "results"), name, how)
-        ratio = f"{mine / theirs:.2f}" if mine is not None and theirs else "-"
+        both = mine is not None and bool(theirs)
         rows.append((chapter[:2], what, unit, number(mine, why_mine), number(theirs, why_theirs),
-                     made_by(os.path.join(ROOT, chapter, "results"), name), ratio))
+                     made_by(os.path.join(ROOT, chapter, "results"), name),
+                     f"{mine / theirs:.2f}" if both else "-", verdict(mine, theirs, unit) if both else ""))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())

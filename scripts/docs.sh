@@ -34,7 +34,9 @@ status=0
 log=$(mktemp)
 "$python" -m cogapp --check -I common "${readmes[@]}" >"$log" 2>&1 || {
   status=1
-  grep -vE '^\s*$|^Checking ' "$log" | sed 's/^/error: /' | head -20
+  # cog names a README whose generated text is stale as "Checking FILE  (changed)"
+  sed -nE 's/^Checking (.*[^ ]) +\(changed\)$/error: \1: a generated block differs from what its results give (scripts\/docs.sh write)/p' "$log"
+  grep -vE '^\s*$|^Checking |^Check failed$' "$log" | sed 's/^/error: /' | head -20
 }
 rm -f "$log"
 "$python" common/readme_figures.py --check "${readmes[@]}" || status=1

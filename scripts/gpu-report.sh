@@ -13,7 +13,7 @@
 # (scripts/compare-results.py). The committed figures themselves come from scripts/regenerate.sh.
 set -uo pipefail
 case ${1:-} in
-  -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
 if (($# > 2)) || [[ ${1:-x} == -* || -z ${1-x} ]]; then
   echo "error: usage: scripts/gpu-report.sh [RESULTS_DIR] [REGEX]" >&2

@@ -10,7 +10,7 @@
 # installed from here. Installs nothing that is already present.
 set -euo pipefail
 case ${1:-} in
-  -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
 if (($# > 0)); then
   echo "error: install-deps.sh takes no arguments, got '$1' (see scripts/install-deps.sh --help)" >&2
@@ -75,8 +75,9 @@ readonly cogapp_version=3.6.0
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 install_python_tools() {
   local venv=$workbook_root/.venv
-  if ! grep -qs '^include-system-site-packages = true' "$venv/pyvenv.cfg"; then
-    rm -rf "$venv"  # one made before it saw the system's packages (or half made): made again
+  if ! grep -qs '^include-system-site-packages = true' "$venv/pyvenv.cfg" || [[ ! -x $venv/bin/python3 ]]; then
+    # Made, or made again over one that did not see the system's packages: what is installed in
+    # it stays.
     python3 -m venv --system-site-packages "$venv" >/dev/null ||
       { echo "warning: could not make .venv/ (python3 -m venv --system-site-packages .venv); the plot and docs tests will be skipped" >&2; return 0; }
   fi

@@ -10,7 +10,7 @@
 # is refused before the build. A program that refuses them (exit 2) stops the run with exit 2.
 set -euo pipefail
 case ${1:-} in
-  -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
 # A --device of the reader's own is kept: the CPU fallback below would add a second one.
 device_given=0
@@ -19,6 +19,7 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   case ${args[i]} in
     --quick) ;;
     --device=?*) device_given=1 ;;
+    --device=) echo "error: run-chapters.sh: --device needs a value (N, cuda:N or cpu)" >&2; exit 2 ;;
     --device)
       ((i + 1 < ${#args[@]})) && [[ -n ${args[i + 1]} && ${args[i + 1]} != -* ]] ||
         { echo "error: run-chapters.sh: --device needs a value (N, cuda:N or cpu)" >&2; exit 2; }

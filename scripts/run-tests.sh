@@ -37,7 +37,9 @@ workbook_build
 # its whole name), and ctest's list of the tests that did not run becomes their count (the
 # reasons follow, from skip-reasons.sh). ctest's own lines are kept in build/Testing/ctest-output.txt.
 compact() {
-  awk -v width=120 '
+  local interactive=()  # mawk reads its input in large blocks unless told to go line by line
+  awk -W version 2>&1 | grep -qi mawk && interactive=(-W interactive)
+  awk "${interactive[@]}" -v width=120 '
     /^ +Start +[0-9]+: / { next }
     /^The following tests did not run:$/ { not_run = 1; count = 0; next }
     not_run && /^\t/ { count++; next }

@@ -9,7 +9,7 @@
 # a group of one test names it.
 set -euo pipefail
 case ${1:-} in
-  -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
 if [[ $# -ne 1 || -z $1 || $1 == -* ]]; then
   echo "error: usage: scripts/skip-reasons.sh JUNIT_XML (ctest's --output-junit file)" >&2

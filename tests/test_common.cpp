@@ -311,7 +311,8 @@ TEST_CASE("common flags parse, and bad ones map to exit code 2") {
     app.add_option("--count", count, "a count");
     app.add_option("--rate", rate, "a rate");
     for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-             {"--rate", "0x10"}, {"--rate=0x1p3"}, {"--count", "010"}, {"--count=+0b11"}, {"--count", "0o17"}}) {
+             {"--rate", "0x10"}, {"--rate=0x1p3"}, {"--count", "010"}, {"--count=+0b11"}, {"--count", "0o17"},
+             {"--rate", "-0x1p3"}, {"--rate", "00.5"}}) {
       CAPTURE(args);
       CHECK(parse(app, args) == kExitUsage);
       const std::size_t equals = args[0].find('=');
@@ -321,6 +322,8 @@ TEST_CASE("common flags parse, and bad ones map to exit code 2") {
     }
     CHECK_FALSE(parse(app, {"--count", "0", "--rate", "0.01"}).has_value());  // a zero, and 0.01, are decimal
     CHECK(rate == 0.01);
+    CHECK_FALSE(parse(app, {"--rate", "-0.5"}).has_value());
+    CHECK(rate == -0.5);
   }
   SECTION("--device takes N, cuda and cuda:N") {
     CHECK_FALSE(parse(app, {"--device", "cuda:3"}).has_value());
@@ -415,8 +418,8 @@ TEST_CASE("device flag forms: N, cuda, cuda:N, and cpu where a program runs on t
   CHECK_THROWS_WITH(parse_device("cpu"), "--device must be N, cuda or cuda:N (e.g. 0 or cuda:1), got 'cpu'");
   CHECK_THROWS_WITH(parse_device("gpu", CpuDevice::kAllowed),
                     "--device must be cpu, N, cuda or cuda:N (e.g. 0 or cuda:1), got 'gpu'");
-  for (const char* bad : {"", "-1", "+1", "cuda:", "cuda:-1", "cuda:x", "cuda1", "CUDA:0", "1.0", " 1", "0x1",
-                          "cuda:1:2", "9999999999"}) {
+  for (const char* bad : {"", "-1", "+1", "01", "cuda:01", "cuda:", "cuda:-1", "cuda:x", "cuda1", "CUDA:0", "1.0", " 1",
+                          "0x1", "cuda:1:2", "9999999999"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS(parse_device(bad, CpuDevice::kAllowed), UsageError);
   }
