@@ -9,6 +9,21 @@ workbook_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # The build folder of the default preset (CMakePresets.json): every script builds the same way.
 workbook_build_dir=$workbook_root/build
 
+# The machine's name in a run's name (test-logs/<date>_<machine>/): "4xH200" for the GPUs this
+# process may use (CUDA_VISIBLE_DEVICES applies), or "2-core-no-GPU" without one.
+workbook_machine_name() {
+  if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    echo "$(nproc)-core-no-GPU"
+    return
+  fi
+  local count
+  count=$(nvidia-smi -L | grep -c '^GPU ')
+  if [[ -n ${CUDA_VISIBLE_DEVICES+set} ]]; then
+    count=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c '[^[:space:]]')
+  fi
+  echo "${count}x$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | sed 's/^NVIDIA //; s/ /-/g')"
+}
+
 # Configure and build the default preset. Shows the build's own summary ("-- workbook: ..."
 # lines: CUDA version, architectures, what is left out) rather than CMake's full output, unless
 # configure fails.

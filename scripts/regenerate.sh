@@ -54,18 +54,10 @@ fi
 # goes on with the run there is; it may run at a later commit that changed only READMEs, tests and
 # test logs (nothing that makes a result), on any machine with cog.
 ((needs_gpu)) || resume=1
-machine_of_this_run() {  # e.g. 4xH200: the GPUs this process may use (CUDA_VISIBLE_DEVICES applies)
-  local count
-  count=$(nvidia-smi -L | grep -c '^GPU ')
-  if [[ -n ${CUDA_VISIBLE_DEVICES+set} ]]; then
-    count=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c '[^[:space:]]')
-  fi
-  echo "${count}x$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | sed 's/^NVIDIA //; s/ /-/g')"
-}
 if ((resume)) && [[ -f $work/run.txt ]]; then
   read -r run run_commit <"$work/run.txt"
-  if ((needs_gpu)) && [[ ${run#*_} != "$(machine_of_this_run)" ]]; then
-    echo "error: run $run was made on ${run#*_}, and this machine is $(machine_of_this_run): one run, one machine; start again without --resume" >&2
+  if ((needs_gpu)) && [[ ${run#*_} != "$(workbook_machine_name)" ]]; then
+    echo "error: run $run was made on ${run#*_}, and this machine is $(workbook_machine_name): one run, one machine; start again without --resume" >&2
     exit 2
   fi
   if [[ $run_commit != "$commit" ]] && ((needs_gpu)); then
@@ -84,7 +76,7 @@ else
     echo "error: a new run starts with the build step (it empties build-regen/); to go on with the run there, add --resume" >&2
     exit 2
   fi
-  run="$(date -u +%Y-%m-%d)_$(machine_of_this_run)"
+  run="$(date -u +%Y-%m-%d)_$(workbook_machine_name)"
   rm -rf "$work" && mkdir -p "$work/done" "$work/staged"
   echo "$run $commit" >"$work/run.txt"
 fi

@@ -17,12 +17,7 @@ if [[ -n $(git status --porcelain --untracked-files=no) ]]; then
   echo "error: time-quickstart.sh times a clone of the commit: commit or stash the changes first" >&2
   exit 2
 fi
-if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
-  machine="$(nvidia-smi -L | grep -c '^GPU ')x$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | sed 's/^NVIDIA //; s/ /-/g')"
-else
-  machine="$(nproc)-core-no-GPU"
-fi
-logs=$workbook_root/test-logs/$(date -u +%Y-%m-%d)_$machine
+logs=$workbook_root/test-logs/$(date -u +%Y-%m-%d)_$(workbook_machine_name)
 mkdir -p "$logs"
 clone=$(mktemp -d)
 trap 'rm -rf "$clone"' EXIT
