@@ -36,24 +36,8 @@ from regression_torch import make_data, train  # noqa: E402  (the data, the time
 
 torch = needs("torch")
 
-def main():
-    p = Parser(description=__doc__.splitlines()[0])
-    p.add_argument("--device", type=device_name, default="cuda", help="cpu, N, cuda or cuda:N (default cuda)")
-    p.add_argument("--points", type=size("--points"), default=5_000_000, metavar="SIZE",
-                   help="points, e.g. 5000000 or 5M (K, M, G: 1e3, 1e6, 1e9)")
-    p.add_argument("--epochs", type=integer("--epochs"), default=200)
-    p.add_argument("--lr", type=number("--lr"), default=0.01)
-    p.add_argument("--noise", type=number("--noise"), default=0.0)
-    p.add_argument("--seed", type=integer("--seed", maximum=2**64 - 1), help="seed of the noise (default 42; with --noise)")
-    p.add_argument("--print-every", type=integer("--print-every"), default=10)
-    p.add_argument("--json", nargs="?", const="-", help="write the results as JSON to FILE (- for stdout)")
-    p.add_argument("--quick", action="store_true", help="20011 points, 60 epochs, few repeats")
-    p.add_argument("--repeats", type=integer("--repeats"), default=None, help="timed runs (default 10 on cuda, 3 on cpu)")
-    p.add_argument("--profile", metavar="FILE", help="also run --profile-epochs epochs under torch.profiler; "
-                   "write its Chrome trace to FILE")
-    p.add_argument("--profile-epochs", type=integer("--profile-epochs"), default=None,
-                   help="epochs run under the profiler (default 10; with --profile)")
-    args = p.parse_args()
+def check_arguments(p, args):
+    """The C++ program's checks, with its words: a value out of range, or a flag that changes nothing."""
     if args.quick:
         args.points, args.epochs = 20_011, 60
     if args.points < 2:
@@ -74,6 +58,27 @@ def main():
     if args.profile_epochs is None:
         args.profile_epochs = 10
     p.require_at_least("--profile-epochs", args.profile_epochs, 1)
+
+
+def main():
+    p = Parser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", type=device_name, default="cuda", help="cpu, N, cuda or cuda:N (default cuda)")
+    p.add_argument("--points", type=size("--points"), default=5_000_000, metavar="SIZE",
+                   help="points, e.g. 5000000 or 5M (K, M, G: 1e3, 1e6, 1e9)")
+    p.add_argument("--epochs", type=integer("--epochs"), default=200)
+    p.add_argument("--lr", type=number("--lr"), default=0.01)
+    p.add_argument("--noise", type=number("--noise"), default=0.0)
+    p.add_argument("--seed", type=integer("--seed", maximum=2**64 - 1), help="seed of the noise (default 42; with --noise)")
+    p.add_argument("--print-every", type=integer("--print-every"), default=10)
+    p.add_argument("--json", nargs="?", const="-", help="write the results as JSON to FILE (- for stdout)")
+    p.add_argument("--quick", action="store_true", help="20011 points, 60 epochs, few repeats")
+    p.add_argument("--repeats", type=integer("--repeats"), default=None, help="timed runs (default 10 on cuda, 3 on cpu)")
+    p.add_argument("--profile", metavar="FILE", help="also run --profile-epochs epochs under torch.profiler; "
+                   "write its Chrome trace to FILE")
+    p.add_argument("--profile-epochs", type=integer("--profile-epochs"), default=None,
+                   help="epochs run under the profiler (default 10; with --profile)")
+    args = p.parse_args()
+    check_arguments(p, args)
     require("torch")
     device = torch.device(args.device)
     if device.type == "cuda":

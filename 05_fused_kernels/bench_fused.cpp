@@ -176,11 +176,10 @@ void write_sweep_csv(const std::string& path, const std::vector<SweepRow>& rows,
 void sweep(const Config& base, const std::vector<std::int64_t>& sizes, const std::vector<Variant>& variants,
            Repeats repeats, double copy_gbps, const std::string& csv, Report& report) {
   std::ostream& out = report.out();
-  out << format("sweep: %zu sizes x %zu variants, %d epochs, %s after %d warm-up; lr %g up to %lld "
-                "points, scaled by (5M/N)^2 above\n", sizes.size(), variants.size(), base.epochs,
-                workbook::median_of(repeats.timed, "run", "runs").c_str(),
-                repeats.warmup, base.lr, static_cast<long long>(regression::kArticlePoints))
-      << table_header() << "\n";
+  out << format("sweep: %zu sizes x %zu variants, %d epochs, %s after %d warm-up; lr %g up to %lld points, "
+                "scaled by (5M/N)^2 above\n", sizes.size(), variants.size(), base.epochs,
+                median_of(repeats.timed, "run", "runs").c_str(), repeats.warmup, base.lr,
+                static_cast<long long>(regression::kArticlePoints)) << table_header() << "\n";
   struct SizeRun {
     Config config;
     std::unique_ptr<FusedTraining> gpu;
