@@ -205,7 +205,7 @@ def reference(b, h_out, sample):
 
 def main():
     a = parse_args()
-    require("numpy", "torch")
+    require("torch", "numpy")  # torch first: without it, it is the one to name
     use_cuda_device("pytorch_streams", a.device)
     warmup = 1 if a.quick else 3
     log = report_stream(a.json)

@@ -40,8 +40,8 @@ results=${4:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/$1/results}
 benchmark_needs_gpu=$(dirname "$build")
 benchmark_needs_gpu=${benchmark_needs_gpu%/}/common/workbook_needs_gpu  # BUILD_DIR /x: /common, not //common
 if [[ ! -x $build/$2 || ! -x $benchmark_needs_gpu ]]; then
-  echo "$1/benchmark.sh: $build/$2 and $benchmark_needs_gpu must exist: build first" \
-       "(cmake --preset default && cmake --build --preset default)" >&2
+  echo "error: $1/benchmark.sh: $build/$2 and $benchmark_needs_gpu must exist: BUILD_DIR is the chapter's" \
+       "build folder (build/$1), built first (cmake --preset default && cmake --build --preset default)" >&2
   exit 2
 fi
 benchmark_status=0

@@ -42,12 +42,17 @@ std::string program_name(const CLI::App& app) { return std::filesystem::path(app
 
 // `--noise ''` or `--noise=`: CLI11 would read the empty text as 0 (or as "not given"), so that a
 // value lost to a shell variable that was never set would run as if it meant something.
-void refuse_empty_values(int argc, char** argv) {
+void refuse_empty_values(const CLI::App& app, int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const std::string before = i > 1 ? argv[i - 1] : "";
     const bool empty_after_flag = arg.empty() && before.rfind("--", 0) == 0 && before.find('=') == std::string::npos;
     const bool empty_after_equals = arg.rfind("--", 0) == 0 && !arg.empty() && arg.back() == '=';
+    const CLI::Option* option = empty_after_flag ? app.get_option_no_throw(before) : nullptr;
+    if (empty_after_flag && option != nullptr && option->get_expected_max() == 0) {
+      throw UsageError("unexpected argument: '' (" + before + " takes no value)");
+    }
+    if (arg.empty() && !empty_after_flag) throw UsageError("unexpected argument: '' (an empty word)");
     if (empty_after_flag) throw UsageError(before + " needs a value, and '' is none");
     if (empty_after_equals) throw UsageError(arg.substr(0, arg.size() - 1) + " needs a value, and '' is none");
   }
@@ -57,7 +62,10 @@ void refuse_empty_values(int argc, char** argv) {
 // documents nowhere, and a leading zero that silently changes an epoch count. Every number is
 // written in decimal, so a value in one of those forms is refused whatever flag it belongs to.
 void refuse_other_number_forms(int argc, char** argv) {
-  static const std::regex other_form("[+-]?0([0-9].*|[xXbBoO].*)");  // "0", "0.5" and "0e3" are decimal
+  // Number-shaped only: a path such as 04_linear_regression/x.json or 01.json is a value of its own.
+  // "0", "0.5" and "0e3" are decimal.
+  static const std::regex other_form(
+      "[+-]?0([0-9]+(\\.[0-9]*)?([eE][+-]?[0-9]+)?|[xX][0-9a-fA-F.]+([pP][+-]?[0-9]+)?|[bB][01]+|[oO][0-7]+)");
   static const std::regex negative_number("-[0-9.].*");              // a value, not a flag
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -136,7 +144,7 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
     // linear_regression --help)" read the same whichever folder it was started from.
     if (argc > 0 && app.get_name().empty()) app.name(std::filesystem::path(argv[0]).filename().string());
     record_command_line(argc, argv);  // for the provenance of what the program writes
-    refuse_empty_values(argc, argv);
+    refuse_empty_values(app, argc, argv);
     refuse_values_for_flags(app, argc, argv);
     refuse_other_number_forms(argc, argv);
     app.parse(argc, argv);

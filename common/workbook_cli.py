@@ -108,6 +108,8 @@ def shape_error(value, shape, where="the top level"):
 
 def _read(parser, path, parse):
     """parse(open file) for a file that exists; any failure is one line and exit 2."""
+    if not path:
+        parser.fail("an input file needs a name, and '' is none")
     if os.path.isdir(path):
         parser.fail(f"{path}: is a folder, not a file")
     if not os.path.exists(path):
@@ -628,7 +630,7 @@ def results_folder_arguments(description, outputs):
     args = parser.parse_args()
     if args.results is None:
         parser.error("the following arguments are required: RESULTS_DIR")
-    parser.input_folder(args.results)
+    parser.input_folder(args.results, "RESULTS_DIR")
     if args.out is None:
         parser.default_out = default_out
     return parser, args.results, default_out if args.out is None else args.out

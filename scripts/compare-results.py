@@ -7,7 +7,7 @@ figures (those the top README quotes) it prints your value, the committed value 
 <chapter>/results/ with the GPU and run that made it, the ratio yours / committed, and whether
 yours is better or worse (times: lower is better; rates and shares: higher), or the same within
 3%. A figure whose file is missing on either side reads "-" with the reason. Exit 0; 2 on bad
-usage.
+usage, or a folder that holds no chapter's folder.
 
     python3 scripts/compare-results.py build-gpu/report
 """
@@ -133,4 +133,6 @@ if __name__ == "__main__":
     parser.add_argument("yours", metavar="YOURS_DIR", help="one folder per chapter, as benchmark.sh wrote them")
     args = parser.parse_args()
     parser.input_folder(args.yours, "YOURS_DIR")
+    if not any(os.path.isdir(os.path.join(args.yours, chapter)) for chapter in {f[0] for f in FIGURES}):
+        parser.fail(f"{args.yours}: no chapter's folder in it (01_device_query/, ...: as gpu-report.sh leaves its run)")
     sys.exit(main(args.yours))

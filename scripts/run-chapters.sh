@@ -18,12 +18,12 @@ args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
   case ${args[i]} in
     --quick) ;;
-    --device=?*) device_given=1 ;;
-    --device=) echo "error: run-chapters.sh: --device needs a value (N, cuda:N or cpu)" >&2; exit 2 ;;
-    --device)
-      ((i + 1 < ${#args[@]})) && [[ -n ${args[i + 1]} && ${args[i + 1]} != -* ]] ||
-        { echo "error: run-chapters.sh: --device needs a value (N, cuda:N or cpu)" >&2; exit 2; }
-      device_given=1 && i=$((i + 1)) ;;
+    --device=* | --device)
+      if [[ ${args[i]} == --device ]]; then i=$((i + 1)); value=${args[i]:-}; else value=${args[i]#--device=}; fi
+      # Every chapter's program takes these; `cpu` only 04's (it runs that way by itself without a GPU).
+      [[ $value =~ ^(0|[1-9][0-9]{0,8}|cuda|cuda:(0|[1-9][0-9]{0,8}))$ ]] ||
+        { echo "error: run-chapters.sh: --device must be N, cuda or cuda:N, got '$value'" >&2; exit 2; }
+      device_given=1 ;;
     *) echo "error: run-chapters.sh passes only --quick and --device to the programs, got '${args[i]}' (see scripts/run-chapters.sh --help)" >&2
        exit 2 ;;
   esac

@@ -20,12 +20,15 @@ for ((i = 0; i < ${#args[@]}; i++)); do
       ((i + 1 < ${#args[@]})) && [[ -n ${args[i + 1]} ]] ||
         { echo "error: run-tests.sh: $arg needs a value (see scripts/run-tests.sh --help)" >&2; exit 2; }
       i=$((i + 1)) ;;
-    -j|-V|-VV|-N|-j[0-9]*|-L?*|-R?*|-E?*) ;;
-    --parallel|--output-on-failure|\
+    -j|--parallel) [[ ${args[i + 1]:-} =~ ^[0-9]+$ ]] && i=$((i + 1)) ;;  # its number, if it has one
+    -V|-VV|-N|-j[0-9]*|-L?*|-R?*|-E?*) ;;
+    --output-on-failure|\
     --stop-on-failure|--rerun-failed|--show-only|--schedule-random|--verbose|--extra-verbose|--no-tests=*|\
     --label-regex=*|--label-exclude=*|--tests-regex=*|--exclude-regex=*|--parallel=*|--timeout=*|--repeat=*) ;;
     -*) echo "error: run-tests.sh: '$arg' is not a ctest option it passes on (see scripts/run-tests.sh --help)" >&2
         exit 2 ;;
+    *) echo "error: run-tests.sh: '$arg' is not a ctest option (a filter goes after -R or -L, e.g. -R '^02_')" >&2
+       exit 2 ;;
   esac
 done
 source "$(dirname "$0")/env.sh"

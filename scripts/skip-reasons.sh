@@ -5,8 +5,8 @@
 #   scripts/skip-reasons.sh JUNIT_XML      (run-tests.sh calls it with ctest's --output-junit file)
 #
 # The reason is what the test printed: a Catch2 SKIP message, or a program's one-line reason. Reasons
-# that differ only by the program or the exercise are one group ("a program needs a CUDA GPU: ...");
-# a group of one test names it.
+# with one cause are one group: every test that found no GPU ("needs a CUDA GPU: ..."), every
+# untouched exercise, every test that found no PyTorch.
 set -euo pipefail
 case ${1:-} in
   -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -51,7 +51,13 @@ awk '
     in_output = 0
     reason = message != "" ? message : (last != "" ? last : "(no reason printed)")
     sub(/^program reports no usable GPU: /, "", reason)
-    if (sub(/^[A-Za-z_0-9]+ needs a CUDA GPU: /, "", reason)) reason = "a program needs a CUDA GPU: " reason
+    sub(/^skipped: /, "", reason)
+    # No GPU at all, whichever test found it out: one cause.
+    if (sub(/^[A-Za-z_0-9]+ needs a CUDA GPU: /, "", reason)) reason = "needs a CUDA GPU: " reason
+    else if (reason ~ /^needs [0-9]+ GPUs?, found 0 \(.*\)$/) {
+      sub(/^needs [0-9]+ GPUs?, found 0 \(/, "", reason); sub(/\)$/, "", reason); reason = "needs a CUDA GPU: " reason
+    }
+    if (reason ~ / cannot import torch: /) reason = "needs PyTorch that imports and sees a GPU"
     if (reason ~ /^not attempted yet: /)
       reason = "not attempted yet: an exercise still holds its TODO(exercise): line (see scripts/check-exercise.sh --list)"
     if (!(reason in count)) order[++reasons] = reason
@@ -64,7 +70,6 @@ awk '
     for (i = 1; i <= reasons; i++) {
       r = order[i]
       printf "  %3d x %s\n", count[r], r
-      if (count[r] == 1) printf "        (%s)\n", example[r]
     }
   }
 ' "$junit"

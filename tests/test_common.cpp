@@ -324,6 +324,9 @@ TEST_CASE("common flags parse, and bad ones map to exit code 2") {
     CHECK(rate == 0.01);
     CHECK_FALSE(parse(app, {"--rate", "-0.5"}).has_value());
     CHECK(rate == -0.5);
+    // Values that only start like a number, such as a chapter's paths, are not numbers.
+    CHECK_FALSE(parse(app, {"--json", "04_out.json"}).has_value());
+    CHECK_FALSE(parse(app, {"--json=01.json"}).has_value());
   }
   SECTION("--device takes N, cuda and cuda:N") {
     CHECK_FALSE(parse(app, {"--device", "cuda:3"}).has_value());
