@@ -19,14 +19,7 @@
 #                                                        "not attempted yet", while it holds TODO(exercise)
 #   "<chapter>: exercise <name>: the lesson's answer"    label gpu: the answer must print "correct"
 #   "<chapter>: exercise <name>: catches <mistake>"      label gpu: exit 1, a verdict with <words>
-# Whether this configure sees a GPU (nvidia-smi -L lists one): asked once, on every configure.
-execute_process(COMMAND nvidia-smi -L RESULT_VARIABLE workbook_smi_status OUTPUT_VARIABLE workbook_smi_gpus ERROR_QUIET
-                TIMEOUT 15)
-if(workbook_smi_status EQUAL 0 AND workbook_smi_gpus MATCHES "GPU [0-9]")
-  set(WORKBOOK_CONFIGURED_WITH_GPU TRUE)
-else()
-  set(WORKBOOK_CONFIGURED_WITH_GPU FALSE)
-endif()
+# WORKBOOK_CONFIGURED_WITH_GPU (CMakeLists.txt): whether this configure saw a GPU.
 add_custom_target(workbook_planted_mistakes)  # every planted-mistake checker (see the test below)
 
 function(workbook_add_exercise name)

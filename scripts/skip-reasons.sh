@@ -61,7 +61,7 @@ awk '
     if (reason ~ /^not attempted yet: /)
       reason = "not attempted yet: an exercise still holds its TODO(exercise): line (see scripts/check-exercise.sh --list)"
     if (!(reason in count)) order[++reasons] = reason
-    if (++count[reason] == 1) example[reason] = name
+    count[reason]++
     total++
   }
   END {
