@@ -163,37 +163,46 @@ def size_of(row, kind):
     return row.get("points") if kind == "strong" else row.get("points_per_gpu")
 
 
-def scaling_part(results, lines):
+def scaling_rows(results, name):
+    """The rows of a scaling sweep (ours or PyTorch's) that carry every field the figure reads."""
     need = ("kind", "points", "points_per_gpu", "gpus", "us_per_epoch")
-    rows = [r for r in (dig(load(os.path.join(results, "scaling.json")), "scaling", "rows") or [])
+    return [r for r in (dig(load(os.path.join(results, name)), "scaling", "rows") or [])
             if isinstance(r, dict) and all(k in r for k in need)]
+
+
+def scaling_panel(ax, sel, kind, size, torch_rows):
+    """One panel: the epoch of each GPU count as a bar, the all-reduce and its waiting beside it."""
+    g = [str(r["gpus"]) for r in sel]
+    # The bar is the timed epoch. The point is what the epoch takes beyond the same sums and step
+    # run alone on one GPU (multi_gpu_bench's compute_alone_us): the all-reduce and its waiting.
+    # Two separate measurements, so the point is drawn beside the bar, not stacked.
+    bars = ax.bar(g, [r["us_per_epoch"] for r in sel], color="tab:blue", label="epoch (timed runs)")
+    ax.plot(g, [r.get("allreduce_us", 0.0) for r in sel], "o", color="tab:orange",
+            label="all-reduce and its waiting (epoch - work alone)")
+    for bar, r in zip(bars, sel):
+        ax.annotate(f"{r['us_per_epoch']:.1f} us\n{100 * r.get('efficiency', 0.0):.1f}%",
+                    (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=8)
+    ax.set_ylim(0, 1.2 * max(r["us_per_epoch"] for r in sel))
+    title = f"{kind}, {size:,} points{' per GPU' if kind == 'weak' else ''}"
+    t = [r for r in torch_rows if r["kind"] == kind and size_of(r, kind) == size]
+    if t:  # tens of times slower: a line of the title, not a bar that would flatten ours
+        title += "\nPyTorch DDP: " + " / ".join(f"{r['us_per_epoch']:.0f}" for r in t) + " us"
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel("GPUs")
+    ax.set_ylabel("us per epoch")
+
+
+def scaling_part(results, lines):
+    rows = scaling_rows(results, "scaling.json")
     if not rows:
         lines.append("- scaling: no results")
         return
-    torch_rows = [r for r in (dig(load(os.path.join(results, "pytorch_scaling.json")), "scaling", "rows") or [])
-                  if isinstance(r, dict) and all(k in r for k in need)]
+    torch_rows = scaling_rows(results, "pytorch_scaling.json")
     groups = list(dict.fromkeys((r["kind"], size_of(r, r["kind"])) for r in rows))
     fig, axes = plt.subplots(1, len(groups), figsize=(4 * len(groups), 4), squeeze=False)
     for ax, (kind, size) in zip(axes[0], groups):
         sel = [r for r in rows if r["kind"] == kind and size_of(r, kind) == size]
-        g = [str(r["gpus"]) for r in sel]
-        # The bar is the timed epoch. The point is what the epoch takes beyond the same sums and
-        # step run alone on one GPU (multi_gpu_bench's compute_alone_us): the all-reduce and its
-        # waiting. Two separate measurements, so the point is drawn beside the bar, not stacked.
-        bars = ax.bar(g, [r["us_per_epoch"] for r in sel], color="tab:blue", label="epoch (timed runs)")
-        ax.plot(g, [r.get("allreduce_us", 0.0) for r in sel], "o", color="tab:orange",
-                label="all-reduce and its waiting (epoch - work alone)")
-        for bar, r in zip(bars, sel):
-            ax.annotate(f"{r['us_per_epoch']:.1f} us\n{100 * r.get('efficiency', 0.0):.1f}%",
-                        (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=8)
-        ax.set_ylim(0, 1.2 * max(r["us_per_epoch"] for r in sel))
-        title = f"{kind}, {size:,} points{' per GPU' if kind == 'weak' else ''}"
-        t = [r for r in torch_rows if r["kind"] == kind and size_of(r, kind) == size]
-        if t:  # tens of times slower: a line of the title, not a bar that would flatten ours
-            title += "\nPyTorch DDP: " + " / ".join(f"{r['us_per_epoch']:.0f}" for r in t) + " us"
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel("GPUs")
-        ax.set_ylabel("us per epoch")
+        scaling_panel(ax, sel, kind, size, torch_rows)
         for r in sel:
             lines.append(f"- {kind} {r['points']} points on {r['gpus']} GPUs: {r['us_per_epoch']:.2f} us/epoch "
                          f"(compute {r.get('compute_us', float('nan')):.2f}, all-reduce "
@@ -285,13 +294,9 @@ def mpi_part(results, lines):
                      f"passed {dig(j, 'passed', default='?')}")
 
 
-def exchange_part(results, lines):
-    j = load(os.path.join(results, "exchange.json"))
-    alone = [r for r in (dig(j, "exchange", "alone") or [])
-             if isinstance(r, dict) and "gpus" in r and "exchange" in r and dig(r, "time_us", "median") is not None]
-    epochs = [r for r in (dig(j, "exchange", "epochs") or [])
-              if isinstance(r, dict) and all(k in r for k in ("points", "gpus", "mode", "exchange", "us_per_epoch"))]
-    torch_us = {}  # (gpus, label): microseconds per exchange, from pytorch_ddp.py --exchange
+def pytorch_exchange_us(results):
+    """(gpus, label): microseconds per exchange, from pytorch_ddp.py --exchange's files."""
+    torch_us = {}
     for name in sorted(os.listdir(results)):
         if not (name.startswith("exchange_pytorch_") and name.endswith(".json")):
             continue
@@ -304,16 +309,23 @@ def exchange_part(results, lines):
             median = dig(r, key, "median")  # a measured time, {median, min, max, runs}; null: not captured
             if isinstance(median, (int, float)) and median >= 0:
                 torch_us[(n, f"PyTorch {call}, {how}")] = median
-    if not alone and not epochs and not torch_us:
-        lines.append("- exchange: no results")
-        return
+    return torch_us
+
+
+def label_alone_rows(alone):
+    """Each row of the exchange alone gets the label of its bar: one process (dp), or one process
+    per GPU (ddp: rows of one_shot only)."""
     how = {"launched": "", "graph": ", CUDA graph", "one_kernel": ", in one kernel"}
-    for r in alone:  # one process (dp), or one process per GPU (ddp: rows of one_shot only)
+    for r in alone:
         if r.get("launch") == "empty_kernel":
             r["label"] = "empty kernel (the launch alone), CUDA graph"
         else:
             r["label"] = (r["exchange"] + how.get(r.get("launch", "launched"), "") +
                           (", one process per GPU" if r.get("form") == "ddp" else ""))
+
+
+def exchange_figure(alone, torch_us):
+    """exchange.png: one group of bars per GPU count, a bar per way of exchanging."""
     counts = sorted({r["gpus"] for r in alone} | {n for n, _ in torch_us})
     labels = list(dict.fromkeys([r["label"] for r in alone] + [label for _, label in sorted(torch_us)]))
     fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(labels) * len(counts)), 4))
@@ -335,6 +347,9 @@ def exchange_part(results, lines):
     fig.tight_layout()
     save_figure(fig, os.path.join(OUT[0], "exchange.png"), dpi=120)
     plt.close(fig)
+
+
+def exchange_lines(alone, torch_us, epochs, lines):
     for r in alone:
         # An exchange that ran as another (a fallback) says so; the empty kernel is no exchange at all.
         substituted = r.get("launch") != "empty_kernel" and r.get("used", r["exchange"]) != r["exchange"]
@@ -355,9 +370,12 @@ def exchange_part(results, lines):
         lines.append(f"- epoch at {r['points']} points, {r['mode']} on {r['gpus']} GPUs, --exchange {r['exchange']} "
                      f"(ran {r.get('used', '?')}): {r['us_per_epoch']:.2f} us, of which the exchange and its waiting "
                      f"{r.get('exchange_us', float('nan')):.2f}{failed}")
-    # The chapter's targets on 2 GPUs: the hand one-shot exchange at most 2.5 us (near the NVLink
-    # floor) as a CUDA graph of launches, in one process and in one per GPU; an epoch at 5M points
-    # at most 8 us; on chip at 10M points at least 2.5x chapter 05's best one-GPU epoch there.
+
+
+def exchange_targets(alone, epochs, lines):
+    """The chapter's targets on 2 GPUs: the hand one-shot exchange at most 2.5 us (near the NVLink
+    floor) as a CUDA graph of launches, in one process and in one per GPU; an epoch at 5M points
+    at most 8 us."""
     for r in alone:
         if r["exchange"] == "one_shot" and r["gpus"] == 2 and r.get("launch") == "graph":
             v = r["time_us"]["median"]
@@ -368,7 +386,23 @@ def exchange_part(results, lines):
         best = min(at_5m, key=lambda r: r["us_per_epoch"])
         lines.append(f"- target, epoch at 5M points on 2 GPUs <= 8 us: {best['us_per_epoch']:.2f} us "
                      f"({best['mode']}, {best['exchange']}), {'met' if best['us_per_epoch'] <= 8.0 else 'missed'}")
-    on_chip_part(results, j, epochs, lines)
+
+
+def exchange_part(results, lines):
+    j = load(os.path.join(results, "exchange.json"))
+    alone = [r for r in (dig(j, "exchange", "alone") or [])
+             if isinstance(r, dict) and "gpus" in r and "exchange" in r and dig(r, "time_us", "median") is not None]
+    epochs = [r for r in (dig(j, "exchange", "epochs") or [])
+              if isinstance(r, dict) and all(k in r for k in ("points", "gpus", "mode", "exchange", "us_per_epoch"))]
+    torch_us = pytorch_exchange_us(results)
+    if not alone and not epochs and not torch_us:
+        lines.append("- exchange: no results")
+        return
+    label_alone_rows(alone)
+    exchange_figure(alone, torch_us)
+    exchange_lines(alone, torch_us, epochs, lines)
+    exchange_targets(alone, epochs, lines)
+    on_chip_part(results, j, epochs, lines)  # the superlinear step's target: on chip at 10M on 2 GPUs
 
 
 def on_chip_part(results, j, epochs, lines):

@@ -160,55 +160,45 @@ def make_shard(start, count, device):
     return x[:, None], y[:, None]
 
 
-def worker(rank, world, args, port, queue):
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
-    device = torch.device("cuda", rank)
-    torch.cuda.set_device(device)
-    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=device)
-    points = args.points
-    train = points // 5 * 4 + points % 5 * 4 // 5
-    start, count = shard_of(train, world, rank)
-    x, y = make_shard(start, count, device)
-    lr = lr_for(points, args.lr)
-
-    # Model, DDP wrapper (or symmetric buffer) and optimizer are built once, as a training script
-    # does; each run puts the parameters back in place (the same tensors DDP's buckets view).
-    model = article_model(device)
-    opt = torch.optim.SGD(model.parameters(), lr=lr)  # no momentum: no optimizer state to reset
+def ddp_epoch(model, opt, x, y, rank, world, share):
+    """The epoch and the exchange alone with DDP: its hook all-reduces the gradient bucket."""
+    ddp = parallel.DistributedDataParallel(model, device_ids=[rank])
+    scale = world * share  # DDP averages: this makes the average the full-batch gradient
+    buffer = torch.zeros(4, dtype=torch.float32, device=x.device)  # for the exchange alone
     loss_fn = nn.MSELoss()
-    if args.exchange == "nccl":
-        ddp = parallel.DistributedDataParallel(model, device_ids=[rank])
-        scale = world * count / train  # DDP averages: this makes the average the full-batch gradient
-        buffer = torch.zeros(4, dtype=torch.float32, device=device)  # for the exchange alone
 
-        def epoch():
-            opt.zero_grad(set_to_none=True)
-            loss = loss_fn(ddp(x), y) * scale
-            loss.backward()  # DDP's hook all-reduces the gradient bucket here
-            opt.step()
+    def epoch():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(ddp(x), y) * scale
+        loss.backward()  # DDP's hook all-reduces the gradient bucket here
+        opt.step()
 
-        def exchange():
-            dist.all_reduce(buffer)
-    else:
-        group_name, buffer = symmetric_buffer(device)
-        share = count / train  # summed over the ranks: the full-batch gradient
+    return epoch, lambda: dist.all_reduce(buffer), buffer
 
-        def epoch():
-            opt.zero_grad(set_to_none=False)
-            loss = loss_fn(model(x), y) * share
-            loss.backward()
-            buffer[0:1].copy_(model.weight.grad.view(-1))  # the 12 bytes multi_gpu exchanges
-            buffer[1:2].copy_(model.bias.grad.view(-1))
-            buffer[2:3].copy_(loss.detach().view(-1))
-            total = torch.ops.symm_mem.one_shot_all_reduce(buffer, "sum", group_name)
-            model.weight.grad.view(-1).copy_(total[0:1])
-            model.bias.grad.view(-1).copy_(total[1:2])
-            opt.step()
 
-        def exchange():
-            torch.ops.symm_mem.one_shot_all_reduce(buffer, "sum", group_name)
+def symm_mem_epoch(model, opt, x, y, share):
+    """The epoch and the exchange alone with symm_mem's one_shot_all_reduce of the 12 bytes."""
+    group_name, buffer = symmetric_buffer(x.device)
+    loss_fn = nn.MSELoss()
 
+    def epoch():
+        opt.zero_grad(set_to_none=False)
+        loss = loss_fn(model(x), y) * share  # summed over the ranks: the full-batch gradient
+        loss.backward()
+        buffer[0:1].copy_(model.weight.grad.view(-1))  # the 12 bytes multi_gpu exchanges
+        buffer[1:2].copy_(model.bias.grad.view(-1))
+        buffer[2:3].copy_(loss.detach().view(-1))
+        total = torch.ops.symm_mem.one_shot_all_reduce(buffer, "sum", group_name)
+        model.weight.grad.view(-1).copy_(total[0:1])
+        model.bias.grad.view(-1).copy_(total[1:2])
+        opt.step()
+
+    return epoch, lambda: torch.ops.symm_mem.one_shot_all_reduce(buffer, "sum", group_name), buffer
+
+
+def timed_runs(model, epoch, epochs, repeats):
+    """One untimed run (cuBLAS handles, NCCL connections and DDP's bucket rebuild after its first
+    iteration happen there), then `repeats` timed ones, each from the same w and b: ms each."""
     def run():
         with torch.no_grad():
             model.weight.fill_(0.83)
@@ -216,16 +206,34 @@ def worker(rank, world, args, port, queue):
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         dist.barrier()
         begin.record()
-        for _ in range(args.epochs):
+        for _ in range(epochs):
             epoch()
         end.record()
         torch.cuda.synchronize()
         return begin.elapsed_time(end)
 
-    # One untimed run: cuBLAS handles, NCCL connections, and DDP's bucket rebuild after its first
-    # iteration all happen here, not in the timed runs.
     run()
-    times = [run() for _ in range(args.repeats)]
+    return [run() for _ in range(repeats)]
+
+
+def worker(rank, world, args, port, queue):
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    device = torch.device("cuda", rank)
+    torch.cuda.set_device(device)
+    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=device)
+    train = args.points // 5 * 4 + args.points % 5 * 4 // 5
+    start, count = shard_of(train, world, rank)
+    x, y = make_shard(start, count, device)
+    # Model, DDP wrapper (or symmetric buffer) and optimizer are built once, as a training script
+    # does; each run puts the parameters back in place (the same tensors DDP's buckets view).
+    model = article_model(device)
+    opt = torch.optim.SGD(model.parameters(), lr=lr_for(args.points, args.lr))  # no momentum: no state to reset
+    if args.exchange == "nccl":
+        epoch, exchange, buffer = ddp_epoch(model, opt, x, y, rank, world, count / train)
+    else:
+        epoch, exchange, buffer = symm_mem_epoch(model, opt, x, y, count / train)
+    times = timed_runs(model, epoch, args.epochs, args.repeats)
     w, b = model.weight.item(), model.bias.item()
     eager = graphed = [-1.0] * args.repeats  # -1: not measured
     why_not = None
@@ -286,7 +294,7 @@ def measure(points, nproc, args):
     return result
 
 
-def main():
+def parse_args():
     p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("--nproc", type=integer("--nproc"), default=None,
                    help="ranks, one per GPU (default: every GPU)")
@@ -315,17 +323,67 @@ def main():
     if args.lr is not None:
         p.require_positive("--lr", args.lr)
     p.require_at_least("--repeats", args.repeats, 1)
+    return args
+
+
+def why_no_run(args, gpus):
+    """One line when this machine cannot run what was asked (exit 77), else None."""
+    if gpus == 0:
+        return "pytorch_ddp needs a CUDA GPU: torch.cuda.device_count() is 0"
+    if args.exchange == "symm_mem" and symm_mem_missing():
+        return (f"pytorch_ddp: --exchange symm_mem needs a PyTorch build with symmetric memory (2.5 or newer, "
+                f"CUDA): {symm_mem_missing()}")
+    if not args.scaling and args.nproc is not None and args.nproc > gpus:
+        return f"pytorch_ddp: --nproc {args.nproc} needs {args.nproc} GPUs; this machine has {gpus}"
+    return None
+
+
+def run_ddp(args, report, failures, log):
+    result = measure(args.points, args.nproc, args)
+    what = "PyTorch DDP" if args.exchange == "nccl" else "PyTorch, symm_mem one_shot_all_reduce"
+    print(f"{what}, {args.nproc} ranks, {args.points} points, {args.epochs} epochs: "
+          f"{result['us_per_epoch']:.2f} us per epoch (median of {args.repeats}); w {result['w']:.9g}, "
+          f"b {result['b']:.9g}, ranks bit-identical: {result['bit_identical']}", file=log)
+    graph = result["exchange_graph_us"]
+    graphed = f"{graph['median']:.2f} us" if graph else f"not captured ({result['graph_not_captured']})"
+    call = "dist.all_reduce" if args.exchange == "nccl" else "torch.ops.symm_mem.one_shot_all_reduce"
+    print(f"the exchange alone ({call} of 16 bytes, slowest rank, median of {args.repeats}): eager "
+          f"{result['exchange_eager_us']['median']:.2f} us, CUDA graph {graphed}", file=log)
+    report.update(points=args.points, lr=result["lr"], ddp=result)
+    if not result["bit_identical"]:
+        failures.append(f"ddp: ranks ended with different w or b on {args.nproc} ranks")
+
+
+def run_scaling(args, gpus, report, failures, log):
+    counts = [n for n in args.gpu_counts if n <= gpus]
+    rows = []
+    print("  kind      points  GPUs   epoch us  efficiency", file=log)
+    for kind, sizes in (("strong", args.strong), ("weak", args.weak)):
+        for given in sizes:
+            t1 = None
+            for n in counts:
+                points = given if kind == "strong" else given * n
+                r = measure(points, n, args)
+                us = r["us_per_epoch"]
+                t1 = us if n == 1 else t1
+                eff = (t1 / (n * us) if kind == "strong" else t1 / us) if t1 else 0.0
+                r.update({"kind": kind, "gpus": n, "points_per_gpu": points // n, "efficiency": eff})
+                rows.append(r)
+                print(f"  {kind:7} {points:10} {n:5} {us:10.2f} {100 * eff:10.1f}%", file=log, flush=True)
+                if not r["bit_identical"]:
+                    failures.append(f"scaling: {kind} {points} points on {n} GPUs: ranks ended with different w or b")
+    report.update(gpus=max(counts, default=0), strong=args.strong, weak=args.weak,
+                  scaling={"gpu_counts": counts, "rows": rows, "repeats": args.repeats})
+
+
+def main():
+    args = parse_args()
     require("torch", "torch.distributed", "torch.multiprocessing")
     gpus = torch.cuda.device_count()
-    if gpus == 0:
-        print("pytorch_ddp needs a CUDA GPU: torch.cuda.device_count() is 0", file=sys.stderr)
+    why = why_no_run(args, gpus)
+    if why:
+        print(why, file=sys.stderr)
         return 77
-    if args.exchange == "symm_mem":
-        why = symm_mem_missing()
-        if why:
-            print(f"pytorch_ddp: --exchange symm_mem needs a PyTorch build with symmetric memory (2.5 or newer, "
-                  f"CUDA): {why}", file=sys.stderr)
-            return 77
     if args.nproc is None:  # one rank per GPU, as the C++ launcher without --nproc
         args.nproc = gpus
     log = report_stream(args.json)
@@ -334,43 +392,10 @@ def main():
     report = {"program": "pytorch_ddp", "gpus": args.nproc, "gpu_name": torch.cuda.get_device_name(0),
               "torch_version": torch.__version__, "exchange": args.exchange, "epochs": args.epochs,
               "repeats": args.repeats}
-    if not args.scaling:
-        if args.nproc > gpus:
-            print(f"pytorch_ddp: --nproc {args.nproc} needs {args.nproc} GPUs; this machine has {gpus}", file=sys.stderr)
-            return 77
-        result = measure(args.points, args.nproc, args)
-        what = "PyTorch DDP" if args.exchange == "nccl" else "PyTorch, symm_mem one_shot_all_reduce"
-        print(f"{what}, {args.nproc} ranks, {args.points} points, {args.epochs} epochs: "
-              f"{result['us_per_epoch']:.2f} us per epoch (median of {args.repeats}); w {result['w']:.9g}, "
-              f"b {result['b']:.9g}, ranks bit-identical: {result['bit_identical']}", file=log)
-        graph = result["exchange_graph_us"]
-        graphed = f"{graph['median']:.2f} us" if graph else f"not captured ({result['graph_not_captured']})"
-        call = "dist.all_reduce" if args.exchange == "nccl" else "torch.ops.symm_mem.one_shot_all_reduce"
-        print(f"the exchange alone ({call} of 16 bytes, slowest rank, median of {args.repeats}): eager "
-              f"{result['exchange_eager_us']['median']:.2f} us, CUDA graph {graphed}", file=log)
-        report.update(points=args.points, lr=result["lr"], ddp=result)
-        if not result["bit_identical"]:
-            failures.append(f"ddp: ranks ended with different w or b on {args.nproc} ranks")
+    if args.scaling:
+        run_scaling(args, gpus, report, failures, log)
     else:
-        counts = [n for n in args.gpu_counts if n <= gpus]
-        rows = []
-        print("  kind      points  GPUs   epoch us  efficiency", file=log)
-        for kind, sizes in (("strong", args.strong), ("weak", args.weak)):
-            for given in sizes:
-                t1 = None
-                for n in counts:
-                    points = given if kind == "strong" else given * n
-                    r = measure(points, n, args)
-                    us = r["us_per_epoch"]
-                    t1 = us if n == 1 else t1
-                    eff = (t1 / (n * us) if kind == "strong" else t1 / us) if t1 else 0.0
-                    r.update({"kind": kind, "gpus": n, "points_per_gpu": points // n, "efficiency": eff})
-                    rows.append(r)
-                    print(f"  {kind:7} {points:10} {n:5} {us:10.2f} {100 * eff:10.1f}%", file=log, flush=True)
-                    if not r["bit_identical"]:
-                        failures.append(f"scaling: {kind} {points} points on {n} GPUs: ranks ended with different w or b")
-        report.update(gpus=max(counts, default=0), strong=args.strong, weak=args.weak,
-                      scaling={"gpu_counts": counts, "rows": rows, "repeats": args.repeats})
+        run_ddp(args, report, failures, log)
     return finish(report, failures, args.json)
 
 

@@ -303,7 +303,7 @@ int run_ddp_launcher(const Options& o, const std::vector<int>& devices, Report& 
   nlohmann::json exits = nlohmann::json::array();
   for (const ChildExit& e : r.launch.exits) {
     exits.push_back({{"rank", e.rank}, {"pid", e.pid}, {"status", e.status}, {"signaled", e.signaled},
-                     {"killed", e.killed}, {"seconds", e.seconds}});
+                     {"killed", e.killed}, {"stopped", e.stopped}, {"seconds", e.seconds}});
   }
   j["launcher"] = {{"nproc", nproc}, {"exits", exits}, {"timeout_s", o.timeout_s},
                    {"launch_timeout_s", launch_bound_s(o)}, {"timed_out", r.launch.timed_out},

@@ -42,7 +42,8 @@ struct ChildExit {
   int pid = -1;
   int status = 0;           // the exit status; when `signaled`, 128 + the signal number (as a shell says)
   bool signaled = false;    // ended by a signal (then status - 128 is the signal)
-  bool killed = false;      // killed by the launcher after a bound
+  bool killed = false;      // killed by the launcher: after a bound, or because it was stopped
+  bool stopped = false;     // killed because it was stopped by a signal (SIGSTOP, SIGTSTP)
   double seconds = 0.0;     // since the launch
 };
 
@@ -56,7 +57,9 @@ struct LaunchBounds {
 };
 
 // A rank that stopped responding: stopped by a signal (SIGSTOP, SIGTSTP), or running without a
-// heartbeat for a while before the rank it was compared with.
+// heartbeat for a while before the rank it was compared with. A rank seen stopped for 0.2 s is
+// killed and is the launch's first failure, named at once, rather than when a peer's wait for it
+// runs out (--timeout-s).
 struct Unresponsive {
   int rank = 0;
   std::string how;  // "stopped by signal 19 (Stopped (signal))", "no heartbeat for 12.3 s before rank 0's last"
@@ -75,11 +78,13 @@ struct LaunchResult {
   bool ok() const { return !first_failure && !timed_out && stop_signal == 0; }
 };
 
-// "exit status 1", "signal 9 (Killed)", "killed by the launcher after the bound".
+// "exit status 1", "signal 9 (Killed)", "killed by the launcher after the bound", "stopped, then
+// killed by the launcher".
 std::string describe_exit(const ChildExit& e);
 
-// The rank to blame for a failed launch, and how: "rank 1 failed (exit status 1)", or "rank 1
-// stopped responding (stopped by signal 19 (Stopped (signal))); rank 0 failed first (exit status 1)".
+// The rank to blame for a failed launch, and how: "rank 1 failed (exit status 1)", "rank 1 stopped
+// responding (stopped by signal 19 (Stopped (signal))); the launcher killed it", or "rank 1 stopped
+// responding (no heartbeat for 6.0 s before rank 0's last); rank 0 failed first (exit status 1)".
 // Requires r.first_failure.
 int blamed_rank(const LaunchResult& r);
 std::string describe_failure(const LaunchResult& r);
