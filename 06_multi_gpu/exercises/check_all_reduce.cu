@@ -105,6 +105,58 @@ int judge(const workbook::exercise::Checker& checker, const std::vector<float>& 
   return 0;
 }
 
+// 2. The second call, behind work on every stream that lasts until the call has returned. The
+// flags are pinned host memory, mapped: with unified addressing (every 64-bit system) the GPUs use
+// the host's pointer. [0] releases the kernels; [1 + g] says GPU g's ran out of patience.
+template <class CallAndWait, class JudgeAll>
+int check_only_queues(workbook::exercise::Checker& checker, std::vector<Gpu>& gpus, CallAndWait&& call_and_wait,
+                      JudgeAll&& judge_all) {
+  reset(gpus, /*with_sums=*/false);
+  PinnedBuffer<unsigned> flags(1 + gpus.size());
+  volatile unsigned* flag = flags.data();
+  for (std::size_t i = 0; i < flags.size(); ++i) flag[i] = 0;
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    CUDA_CHECK(cudaSetDevice(gpus[g].device));
+    wait_then_write_sums<<<1, 1, 0, gpus[g].stream->get()>>>(gpus[g].buffer.data(), static_cast<float>(gpus[g].device),
+                                                             flags.data(), flags.data() + 1 + g, kPatienceNs);
+    CUDA_CHECK_LAUNCH();
+  }
+  call_and_wait([&] { flag[0] = 1; });  // the epoch's work may end once the call has returned
+  if (const int verdict = judge_all()) return verdict;
+  // Only queued: no kernel before it ran out of patience, so the host never waited for one.
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    if (flag[1 + g] == 0) continue;
+    return checker.wrong(format("the call returned only after GPU %d's work queued before it had ended", gpus[g].device),
+                         "it should only queue: no cudaStreamSynchronize or cudaDeviceSynchronize inside, before "
+                         "the all-reduce or after it (the host goes on to queue the next epoch, as DataParallel's "
+                         "loop does)");
+  }
+  return 0;
+}
+
+// 3. The speed: one all-reduce, queued and finished, over and over (GPU 0's events, as the stream
+// they time).
+template <class Call>
+Stats time_calls(std::vector<Gpu>& gpus, const std::vector<float*>& buffers, const std::vector<ncclComm_t>& per_gpu,
+                 const std::vector<cudaStream_t>& streams, Call&& call) {
+  std::vector<double> us;
+  CUDA_CHECK(cudaSetDevice(gpus[0].device));
+  Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
+  for (int i = 0; i < kWarmUps + kTimed; ++i) {
+    CUDA_CHECK(cudaSetDevice(gpus[0].device));
+    start.record(streams[0]);
+    call(buffers, per_gpu, streams);
+    CUDA_CHECK(cudaSetDevice(gpus[0].device));
+    stop.record(streams[0]);
+    for (Gpu& gpu : gpus) {
+      CUDA_CHECK(cudaSetDevice(gpu.device));
+      gpu.stream->synchronize();
+    }
+    if (i >= kWarmUps) us.push_back(1e3 * elapsed_ms(start, stop));
+  }
+  return summarize(us);
+}
+
 int run(int argc, char** argv) {
   workbook::exercise::Checker checker("06", "all_reduce");
   if (auto code = checker.parse(argc, argv)) return *code;
@@ -158,51 +210,9 @@ int run(int argc, char** argv) {
   call_and_wait([] {});
   if (const int verdict = judge_all()) return verdict;
 
-  // 2. The second call, behind work on every stream that lasts until the call has returned. The
-  // flags are pinned host memory, mapped: with unified addressing (every 64-bit system) the GPUs
-  // use the host's pointer. [0] releases the kernels; [1 + g] says GPU g's ran out of patience.
-  reset(gpus, /*with_sums=*/false);
-  PinnedBuffer<unsigned> flags(1 + gpus.size());
-  volatile unsigned* flag = flags.data();
-  for (std::size_t i = 0; i < flags.size(); ++i) flag[i] = 0;
-  for (std::size_t g = 0; g < gpus.size(); ++g) {
-    CUDA_CHECK(cudaSetDevice(gpus[g].device));
-    wait_then_write_sums<<<1, 1, 0, gpus[g].stream->get()>>>(gpus[g].buffer.data(), static_cast<float>(gpus[g].device),
-                                                             flags.data(), flags.data() + 1 + g, kPatienceNs);
-    CUDA_CHECK_LAUNCH();
-  }
-  call_and_wait([&] { flag[0] = 1; });  // the epoch's work may end once the call has returned
-  if (const int verdict = judge_all()) return verdict;
-  // Only queued: no kernel before it ran out of patience, so the host never waited for one.
-  for (std::size_t g = 0; g < gpus.size(); ++g) {
-    if (flag[1 + g] == 0) continue;
-    return checker.wrong(format("the call returned only after GPU %d's work queued before it had ended", gpus[g].device),
-                         "it should only queue: no cudaStreamSynchronize or cudaDeviceSynchronize inside, before "
-                         "the all-reduce or after it (the host goes on to queue the next epoch, as DataParallel's "
-                         "loop does)");
-  }
-
-  // 3. The speed: one all-reduce, queued and finished, over and over; the same for the lesson's.
-  auto time_calls = [&](auto&& call) {
-    std::vector<double> us;
-    CUDA_CHECK(cudaSetDevice(gpus[0].device));  // the events are GPU 0's, as the stream they time
-    Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
-    for (int i = 0; i < kWarmUps + kTimed; ++i) {
-      CUDA_CHECK(cudaSetDevice(gpus[0].device));
-      start.record(streams[0]);
-      call(buffers, per_gpu, streams);
-      CUDA_CHECK(cudaSetDevice(gpus[0].device));
-      stop.record(streams[0]);
-      for (Gpu& gpu : gpus) {
-        CUDA_CHECK(cudaSetDevice(gpu.device));
-        gpu.stream->synchronize();
-      }
-      if (i >= kWarmUps) us.push_back(1e3 * elapsed_ms(start, stop));
-    }
-    return summarize(us);
-  };
-  const Stats attempt = time_calls(all_reduce_sums);
-  const Stats lesson = time_calls(multi_gpu::all_reduce_sums);
+  if (const int verdict = check_only_queues(checker, gpus, call_and_wait, judge_all)) return verdict;
+  const Stats attempt = time_calls(gpus, buffers, per_gpu, streams, all_reduce_sums);
+  const Stats lesson = time_calls(gpus, buffers, per_gpu, streams, multi_gpu::all_reduce_sums);
   return checker.correct(attempt, lesson, format("the chapter's all_reduce_sums over the same %d GPUs", count));
 }
 

@@ -1,16 +1,14 @@
 // measure.h: what the GPUs of this machine can move between them: the peer-access matrix, peer
-// copies (one way, both ways, latency) with peer access off and on, NCCL all-reduce bandwidth,
-// and the epoch's 12-byte exchange done the three ways of --exchange.
+// copies (one way, both ways, latency) with peer access off and on, and NCCL all-reduce bandwidth
+// (the epoch's 12-byte exchange alone is exchange_alone.h).
 //
 //   Topology t = measure_topology({0, 1, 2, 3}, 256 << 20, {2, 10});
 //   std::vector<AllreduceRow> rows = measure_allreduce({0, 1}, allreduce_sizes(8, 1 << 30, 2), {5, 20, 5});
 //
-// The all-reduce check kernels and the latch of the latency measurement are in measure.cu.
+// The all-reduce check kernels are in measure.cu, the latch of the latency measurement in latch.cu.
 #pragma once
 
 #include "event_timer.h"
-#include "exchange.h"
-#include "nccl_comm.h"
 #include "stats.h"
 
 #include <cstddef>
@@ -61,42 +59,5 @@ struct AllreduceTiming {
 // device, as nccl-tests does.
 std::vector<AllreduceRow> measure_allreduce(const std::vector<int>& devices, const std::vector<std::size_t>& sizes,
                                             AllreduceTiming timing);
-
-// The epoch's exchange alone (3 floats summed over the GPUs), as the lesson's --exchange does it,
-// in one process: nccl (ncclAllReduce in place), nccl_symmetric (the same on symmetric windows),
-// one_shot (one kernel of one warp: publish, then gather). Checked first (every GPU's 3 sums
-// exact); then timed on the GPUs: each GPU's batch of `iterations` exchanges is queued behind a
-// latch that holds its stream until all are issued, between two events, so the time is the GPUs'
-// (the exchange plus the gap between two kernels), not the one host thread's launch rate. A sample
-// is the slowest GPU's time per exchange; the row has the median of `batches` samples.
-//
-// How a batch runs (one_shot only, but kLaunched):
-//   kLaunched     one launch per exchange from this thread (NCCL's grouped calls; one_shot's kernels)
-//   kGraphed      each GPU's batch captured once as a CUDA graph and replayed: the launch path's floor
-//   kInOneKernel  every exchange of the batch inside one kernel: no launch between two exchanges
-//   kEmptyKernel  a graph of empty one-warp kernels, no exchange at all: what a launch alone costs
-enum class ExchangeForm { kLaunched, kGraphed, kInOneKernel, kEmptyKernel };
-const char* form_name(ExchangeForm form);  // "launched", "graph", "one_kernel", "empty_kernel"
-
-struct ExchangeRow {
-  ExchangeKind kind = ExchangeKind::kNccl;
-  ExchangeForm form = ExchangeForm::kLaunched;
-  std::string used;          // what ran: nccl_symmetric falls back to nccl where NCCL declines
-  std::string note;          // SymmetricWindows::note(), empty otherwise
-  int gpus = 0;
-  Stats time_us;             // per exchange
-  bool correct = false;      // every GPU got the exact sums
-};
-ExchangeRow measure_exchange(const std::vector<int>& devices, ExchangeKind kind, AllreduceTiming timing,
-                             double timeout_s, ExchangeForm form = ExchangeForm::kLaunched);
-
-// The one-shot exchange alone in the DDP form: this process is rank `rank` of `world` on the
-// current device, its mailbox mapped into the peers' address spaces over CUDA IPC
-// (connect_over_nccl). Checked first (the exact sums); then `iterations` exchanges are captured in
-// a CUDA graph, and a sample is one replay behind an all-reduce of one float on the same stream,
-// so that every rank's replay starts as that all-reduce ends, within a microsecond or two of the
-// others, not a host's reach apart. The row holds this rank's time per exchange.
-ExchangeRow measure_one_shot_rank(Communicator& comm, const Watch& watch, int rank, int world,
-                                  AllreduceTiming timing);
 
 }  // namespace workbook::multi_gpu
