@@ -130,7 +130,7 @@ if step fault && (( gpus >= 2 )); then
     tail -n 3 "$results/fault_$name.txt"
   }
   # With one_shot rank 0 waits on the GPU when rank 1 dies; with nccl_symmetric NCCL's symmetric
-  # kernel may not heed the abort (harness/nccl_comm.cpp).
+  # kernel may not heed the abort (support/nccl_comm.cpp).
   for x in nccl one_shot nccl_symmetric; do
     fault "$x" --timeout-s 20 --exchange "$x"
   done

@@ -5,13 +5,13 @@
 // of PyTorch), trains its shard, and all-reduces the three sums every epoch.
 //
 // What a rank must never do is wait forever: a peer that died leaves NCCL's kernels spinning on
-// this GPU. So the host never blocks in CUDA here: it waits with comm.wait_event (harness/
+// this GPU. So the host never blocks in CUDA here: it waits with comm.wait_event (support/
 // nccl_comm.h), which polls the GPU, NCCL's errors, the launcher's pipe and a clock, and aborts the
 // communicator when a peer is gone. That is the one call in the loop that keeps it safe.
 #include "multi_gpu.h"
 
 #include "cuda_check.h"
-#include "harness/symmetric_windows.h"
+#include "bench/symmetric_windows.h"
 #include "nccl_check.h"
 #include "nvtx.h"
 #include "one_shot_exchange.h"

@@ -10,8 +10,8 @@
 // Host-only declarations with plain types (g++ compiles this header); the kernels live in the .cu.
 #pragma once
 
-#include "harness/exchange.h"
-#include "harness/nccl_comm.h"
+#include "support/exchange.h"
+#include "support/nccl_comm.h"
 #include "regression_problem.h"
 #include "replica.h"
 #include "stats.h"

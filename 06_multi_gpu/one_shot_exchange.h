@@ -32,8 +32,8 @@
 #pragma once
 
 #include "device_buffer.h"
-#include "harness/exchange.h"
-#include "harness/nccl_comm.h"
+#include "support/exchange.h"
+#include "support/nccl_comm.h"
 
 #include <cuda_runtime_api.h>
 

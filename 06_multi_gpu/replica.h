@@ -12,7 +12,7 @@
 
 #include "device_buffer.h"
 #include "gpu_memory.h"
-#include "harness/sharding.h"
+#include "support/sharding.h"
 #include "on_chip_room.h"
 #include "regression_problem.h"
 

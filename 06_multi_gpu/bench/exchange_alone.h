@@ -13,9 +13,9 @@
 #pragma once
 
 #include "device_buffer.h"
-#include "exchange.h"
+#include "support/exchange.h"
 #include "measure.h"
-#include "nccl_comm.h"
+#include "support/nccl_comm.h"
 #include "stats.h"
 #include "stream.h"
 

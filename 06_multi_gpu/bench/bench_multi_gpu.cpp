@@ -23,7 +23,7 @@
 #include "nccl_check.h"
 #include "program.h"
 #include "provenance.h"
-#include "rank_environment.h"
+#include "support/rank_environment.h"
 #include "stop_signals.h"
 #include "table.h"
 

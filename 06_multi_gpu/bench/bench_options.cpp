@@ -2,7 +2,7 @@
 #include "bench_options.h"
 
 #include "bench_plan.h"
-#include "exchange.h"
+#include "support/exchange.h"
 
 #include <nlohmann/json.hpp>
 

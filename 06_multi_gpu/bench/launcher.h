@@ -16,7 +16,7 @@
 // (rank_environment.h: the worker's side).
 #pragma once
 
-#include "rank_environment.h"
+#include "support/rank_environment.h"
 
 #include <chrono>
 #include <csignal>

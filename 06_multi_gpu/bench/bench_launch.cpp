@@ -9,9 +9,9 @@
 #include "gpu_probe.h"
 #include "multi_gpu.h"
 #include "nccl_check.h"
-#include "nccl_comm.h"
+#include "support/nccl_comm.h"
 #include "nvtx.h"
-#include "rank_environment.h"
+#include "support/rank_environment.h"
 #include "stream.h"
 
 #include <cuda_runtime_api.h>

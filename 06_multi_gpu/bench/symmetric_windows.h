@@ -19,7 +19,7 @@
 // GPU the ranks agree first (an all-reduce of "I have a window"), so all of them take one path.
 #pragma once
 
-#include "nccl_comm.h"
+#include "support/nccl_comm.h"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>

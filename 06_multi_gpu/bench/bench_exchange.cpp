@@ -8,8 +8,8 @@
 #include "format.h"
 #include "gpu_probe.h"
 #include "multi_gpu.h"
-#include "nccl_comm.h"
-#include "rank_environment.h"
+#include "support/nccl_comm.h"
+#include "support/rank_environment.h"
 #include "table.h"
 
 #include <cuda_runtime_api.h>

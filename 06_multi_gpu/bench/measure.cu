@@ -7,7 +7,7 @@
 #include "bench_plan.h"
 #include "latch.h"
 #include "nccl_check.h"
-#include "nccl_comm.h"
+#include "support/nccl_comm.h"
 #include "nvtx.h"
 #include "stream.h"
 
