@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # benchmark.sh [BUILD_DIR [RESULTS_DIR [STEPS]]]: chapter 06's full measurement on a machine with 1-4
 # GPUs (about 4 minutes on 4 H200s, most of it PyTorch's scaling runs). Steps, in order: topology;
-# allreduce (8 B..1 GiB on 2, 4, 8 GPUs, those there are); dp and ddp (5M points; ddp on 1, 2, 4
+# allreduce (8 B..1 GiB on 2, 4, 8 GPUs, those there are); dp (5M points on every GPU: multi_gpu,
+# and by_hand, by hand and on chip, with nn.DataParallel beside) and ddp (5M points on 1, 2, 4
 # ranks, with PyTorch DDP and --nccl-nonblocking beside); mpi (ddp on 2 and 4 ranks started by Open
 # MPI's mpirun, if it is there; a build without MPI refuses); exchange (the epoch's 12 bytes three
 # ways, alone and in the epoch at 5M and 200M points, then training on chip from 1M to 12M points (5M among them)
@@ -37,7 +38,8 @@ benchmark_check_args() {
 # shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
 source "$here/../common/benchmark_start.sh" 06_multi_gpu multi_gpu "$@"
 steps=",${3:-${STEPS:-$all_steps}},"
-program=$build/multi_gpu        # the lesson: dp, and each ddp rank
+program=$build/multi_gpu        # the first lesson program: dp, and each ddp rank
+by_hand=$build/by_hand          # the second: the exchange by hand, and on chip
 bench=$build/multi_gpu_bench    # topology, allreduce, the ddp launcher, scaling, the fault
 mkdir -p "$results"
 # The program sets these itself in main(); PyTorch and nccl-tests do not, so they are set here too.
@@ -68,6 +70,8 @@ if step allreduce; then
 fi
 if step dp; then
   "$program" dp --json "$results/dp.json" | tee "$results/dp.txt" || status=1
+  "$by_hand" dp --json "$results/by_hand.json" | tee "$results/by_hand.txt" || status=1
+  "$by_hand" dp --on-chip --json "$results/by_hand_on_chip.json" | tee "$results/by_hand_on_chip.txt" || status=1
   # PyTorch's own nn.DataParallel (scatter, replicate, gather every step) on the same GPUs.
   stamped "$results/pytorch_data_parallel.txt" python3 "$here/pytorch_data_parallel.py" --json "$results/pytorch_data_parallel.json" || status=1
 fi

@@ -8,9 +8,9 @@
 // GPU steps on the same bits. Two GPUs hold twice the room: a set too large for one chip fits on
 // two, and its epoch no longer reads DRAM at all, a step larger than the GPU count.
 //
-//   replica.use_on_chip(&mailbox);          // OnChipDoesNotFit above the room
-//   replica.enqueue_all_epochs_on_chip();   // one cooperative launch: every epoch
-#include "replica.h"
+//   OnChipEpochs epochs(replica.view(), mailbox);   // OnChipDoesNotFit above the room
+//   epochs.enqueue();                               // one cooperative launch: every epoch
+#include "by_hand.h"
 
 #include "cuda_check.h"
 #include "on_chip_slice.cuh"
@@ -116,38 +116,31 @@ fused::OnChipRoom on_chip_room() {
   return fused::probe_on_chip_room(reinterpret_cast<const void*>(on_chip_epochs_kernel));
 }
 
-void Replica::use_on_chip(const OneShotMailbox* mailbox) {
+OnChipEpochs::OnChipEpochs(const ReplicaView& replica, const OneShotMailbox& box) : replica_(replica), box_(box) {
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
-  on_chip_room_ = on_chip_room();  // also lets the kernel take that much shared memory on this GPU
-  if (!on_chip_room_.fits(train_.count)) {
-    throw OnChipDoesNotFit("GPU " + std::to_string(device) + "'s shard " + on_chip_room_.does_not_fit(train_.count));
-  }
-  on_chip_partials_ = DeviceBuffer<float>(2 * 4 * static_cast<std::size_t>(on_chip_room_.capacity.blocks));
-  CUDA_CHECK(cudaMemsetAsync(on_chip_partials_.data(), 0, on_chip_partials_.bytes(), stream_));
-  one_shot_ = mailbox;
+  room_ = on_chip_room();  // also lets the kernel take that much shared memory on this GPU
+  if (!room_.fits(replica.n)) throw OnChipDoesNotFit("GPU " + std::to_string(device) + "'s shard " + room_.does_not_fit(replica.n));
+  partials_ = DeviceBuffer<float>(2 * 4 * static_cast<std::size_t>(room_.capacity.blocks));
+  CUDA_CHECK(cudaMemsetAsync(partials_.data(), 0, partials_.bytes(), replica.stream));
 }
 
-void Replica::enqueue_all_epochs_on_chip() {
-  if (one_shot_ == nullptr || on_chip_partials_.size() == 0) {
-    throw std::logic_error("Replica::enqueue_all_epochs_on_chip before use_on_chip");
-  }
-  const Step k = step_constants();
-  const float* x = x_.data();
-  const float* y = y_.data();
-  std::int64_t n = train_.count;
-  float* params = params_.data();
-  float* losses = losses_.data();
-  float* partials = on_chip_partials_.data();
-  int epochs = problem_.config.epochs;
-  float lr = k.lr, inv_n = k.inv_n, two_inv_n = k.two_inv_n;
-  OneShotView view = one_shot_->view();
+void OnChipEpochs::enqueue() {
+  const float* x = replica_.x;
+  const float* y = replica_.y;
+  std::int64_t n = replica_.n;
+  float* params = replica_.params;
+  float* losses = replica_.losses;
+  float* partials = partials_.data();
+  int epochs = replica_.epochs;
+  float lr = replica_.lr, inv_n = replica_.inv_n, two_inv_n = replica_.two_inv_n;
+  OneShotView view = box_.view();
   void* args[] = {&x, &y, &n, &params, &losses, &partials, &epochs, &lr, &inv_n, &two_inv_n, &view};
   // A cooperative launch refuses (cudaErrorCooperativeLaunchTooLarge) rather than deadlock when
   // the blocks cannot all be resident at once.
   CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(on_chip_epochs_kernel),
-                                         dim3(on_chip_room_.capacity.blocks), dim3(kOnChipThreads), args,
-                                         static_cast<std::size_t>(on_chip_room_.shared_bytes_for(n)), stream_));
+                                         dim3(room_.capacity.blocks), dim3(kOnChipThreads), args,
+                                         static_cast<std::size_t>(room_.shared_bytes_for(n)), replica_.stream));
   CUDA_CHECK_LAUNCH();
 }
 

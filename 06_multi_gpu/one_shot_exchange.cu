@@ -1,6 +1,10 @@
 // one_shot_exchange.cu: the mailbox's memory, its connection to the peers (peer access in one
-// process, CUDA IPC handles across processes), and the two kernels of the exchange alone.
+// process, CUDA IPC handles across processes), the exchange alone, and the epoch with the exchange
+// inside, in one kernel.
 #include "one_shot_exchange.cuh"
+
+#include "by_hand.h"
+#include "replica.cuh"
 
 #include "cuda_check.h"
 #include "nccl_check.h"
@@ -14,19 +18,7 @@
 namespace workbook::multi_gpu {
 namespace {
 
-// Every GPU's slot `s` added into `total`, written by thread 0, which then marks exchange `s` done;
-// nothing is written when a wait failed (the mailbox's flags say why).
-__device__ __forceinline__ void gather_into(const OneShotView& v, unsigned s, const float (&mine)[3], float* total) {
-  float t[3];
-  if (!one_shot_gather(v, s, mine, t) || threadIdx.x != 0) return;
-  one_shot_done(v, s);
-  total[0] = t[0];
-  total[1] = t[1];
-  total[2] = t[2];
-}
-
-// Each of these kernels is one warp (one_shot_exchange.cuh): the sums are read by every lane.
-// The exchange alone is launched as a programmatic dependent launch (Hopper's PDL): the next
+// The exchange alone, one warp (one_shot_exchange.cuh): the sums are read by every lane. It is launched as a programmatic dependent launch (Hopper's PDL): the next
 // kernel of the stream may be scheduled as soon as this one starts, and waits at
 // griddepcontrol.wait until this one has ended and its writes are visible. Back to back, a
 // launch then costs the wait, not the whole trip through the launch path.
@@ -38,18 +30,25 @@ __global__ void one_shot_exchange_kernel(const float* sums, float* total, OneSho
   const float mine[3] = {sums[0], sums[1], sums[2]};
   const unsigned s = one_shot_next(v);
   one_shot_publish(v, s, mine);
-  gather_into(v, s, mine, total);
+  one_shot_gather_into(v, s, mine, total);
 }
 
-__global__ void one_shot_publish_kernel(const float* sums, OneShotView v) {
-  const float mine[3] = {sums[0], sums[1], sums[2]};
-  one_shot_publish(v, one_shot_next(v), mine);
-}
-
-__global__ void one_shot_gather_kernel(const float* sums, float* total, OneShotView v) {
-  const float mine[3] = {sums[0], sums[1], sums[2]};
-  const unsigned s = one_shot_next(v);
-  gather_into(v, s, mine, total);
+// The whole epoch in one kernel: chapter 05's fused pass over the shard (replica.cuh); the last
+// block's first warp, once it has the shard's sums, publishes them into every peer's mailbox,
+// waits for every peer's, adds all ranks' in rank order and steps; a wait that gave up skips the
+// step.
+__global__ void __launch_bounds__(fused::kThreads)
+    one_shot_epoch_kernel(ReplicaView r, int epoch, OneShotView mailbox) {
+  fused::Sums total;
+  if (!shard_sums(r.x, r.y, r.n, r.params, r.partials, r.done_count, total) || threadIdx.x >= 32) return;
+  const float mine[3] = {__shfl_sync(kFullWarp, total.rr, 0), __shfl_sync(kFullWarp, total.rx, 0),
+                         __shfl_sync(kFullWarp, total.r, 0)};
+  const unsigned s = one_shot_next(mailbox);
+  one_shot_publish(mailbox, s, mine);
+  float all[3];
+  if (!one_shot_gather(mailbox, s, mine, all) || threadIdx.x != 0) return;
+  one_shot_done(mailbox, s);
+  sgd_step(all, r.params, r.losses, epoch, r.lr, r.inv_n, r.two_inv_n);
 }
 
 std::string error_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
@@ -181,6 +180,11 @@ void connect_over_nccl(OneShotMailbox& box, Communicator& comm, cudaStream_t str
   box.connect_ipc(handles);
 }
 
+void enqueue_epoch_one_shot(const ReplicaView& replica, const OneShotMailbox& box, int epoch) {
+  one_shot_epoch_kernel<<<replica.blocks, fused::kThreads, 0, replica.stream>>>(replica, epoch, box.view());
+  CUDA_CHECK_LAUNCH();
+}
+
 void launch_one_shot_exchange(const float* sums, float* total, const OneShotMailbox& box, cudaStream_t stream) {
   cudaLaunchAttribute early{};
   early.id = cudaLaunchAttributeProgrammaticStreamSerialization;  // ignored before compute capability 9.0
@@ -193,66 +197,6 @@ void launch_one_shot_exchange(const float* sums, float* total, const OneShotMail
   config.numAttrs = 1;
   CUDA_CHECK(cudaLaunchKernelEx(&config, one_shot_exchange_kernel, sums, total, box.view()));
   CUDA_CHECK_LAUNCH();
-}
-
-void launch_one_shot_publish(const float* sums, const OneShotMailbox& box, cudaStream_t stream) {
-  one_shot_publish_kernel<<<1, 32, 0, stream>>>(sums, box.view());
-  CUDA_CHECK_LAUNCH();
-}
-
-void launch_one_shot_gather(const float* sums, float* total, const OneShotMailbox& box, cudaStream_t stream) {
-  one_shot_gather_kernel<<<1, 32, 0, stream>>>(sums, total, box.view());
-  CUDA_CHECK_LAUNCH();
-}
-
-PeerAccess::PeerAccess(const std::vector<int>& devices) {
-  int previous = 0;
-  CUDA_CHECK(cudaGetDevice(&previous));
-  try {
-    for (int from : devices) {
-      for (int to : devices) {
-        if (from == to) continue;
-        int can = 0;
-        CUDA_CHECK(cudaDeviceCanAccessPeer(&can, from, to));
-        if (can == 0) {
-          throw std::runtime_error("--exchange one_shot needs peer access from GPU " + std::to_string(from) + " to GPU " +
-                                   std::to_string(to) + ", and cudaDeviceCanAccessPeer says no");
-        }
-        CUDA_CHECK(cudaSetDevice(from));
-        const cudaError_t e = cudaDeviceEnablePeerAccess(to, 0);
-        if (e == cudaErrorPeerAccessAlreadyEnabled) {
-          (void)cudaGetLastError();  // on already (not ours to turn off)
-          continue;
-        }
-        CUDA_CHECK(e);
-        enabled_.emplace_back(from, to);
-      }
-    }
-  } catch (...) {
-    disable();
-    (void)cudaSetDevice(previous);
-    throw;
-  }
-  CUDA_CHECK(cudaSetDevice(previous));
-}
-
-PeerAccess::~PeerAccess() { disable(); }
-
-PeerAccess& PeerAccess::operator=(PeerAccess&& other) noexcept {
-  if (this != &other) {
-    disable();
-    enabled_ = std::exchange(other.enabled_, {});
-  }
-  return *this;
-}
-
-void PeerAccess::disable() noexcept {
-  int previous = 0;
-  if (cudaGetDevice(&previous) != cudaSuccess) return;
-  for (const auto& [from, to] : std::exchange(enabled_, {})) {
-    if (cudaSetDevice(from) == cudaSuccess) (void)cudaDeviceDisablePeerAccess(to);
-  }
-  (void)cudaSetDevice(previous);
 }
 
 }  // namespace workbook::multi_gpu

@@ -6,13 +6,11 @@
 //   one_shot_publish(v, s, mine);                 // my 3 sums into my slot of every peer's mailbox
 //   if (one_shot_gather(v, s, mine, total)) ...   // every rank's sums, added in rank order 0..N-1
 //   one_shot_done(v, s);                          // lane 0: the next exchange is s + 1
+//   one_shot_gather_into(v, s, mine, total);      // the gather, then thread 0 writes total and is done
 //
-// The fast path is one NVLink store per word and a spin on this GPU's own memory: no fence, no
-// host memory, no clock. Why no fence is needed: a word carries its own exchange number (it is
-// seen whole or not at all), and a slot is written again two exchanges later, only after its
-// owner has published the exchange in between, which it does after it has read the slot (in a
-// later kernel, or after a grid barrier and the arithmetic that used the values it read).
-// CUDA only.
+// The fast path is one NVLink store per word and a spin on this GPU's own memory: no fence (a word
+// carries its own exchange number; a slot is written again only two exchanges later, after its
+// owner has read it), no host memory, no clock. CUDA only.
 #pragma once
 
 #include "globaltimer.cuh"
@@ -127,6 +125,17 @@ __device__ __forceinline__ bool one_shot_gather(const OneShotView& v, unsigned s
     total[j] = sum;
   }
   return true;
+}
+
+// Every GPU's slot `s` added into `total`, written by thread 0, which then marks exchange `s` done;
+// nothing is written when a wait failed (the mailbox's flags say why).
+__device__ __forceinline__ void one_shot_gather_into(const OneShotView& v, unsigned s, const float (&mine)[3], float* total) {
+  float t[3];
+  if (!one_shot_gather(v, s, mine, t) || threadIdx.x != 0) return;
+  one_shot_done(v, s);
+  total[0] = t[0];
+  total[1] = t[1];
+  total[2] = t[2];
 }
 
 }  // namespace workbook::multi_gpu

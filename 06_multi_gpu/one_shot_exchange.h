@@ -1,34 +1,25 @@
 // one_shot_exchange.h: the gradient exchange written by hand, host side (g++ compiles this
 // header; the device code is one_shot_exchange.cuh). NCCL's all-reduce of 12 bytes is a chain of
-// steps (a ring or a tree, a protocol's flags, proxy-free but generic) that costs several
-// microseconds; one NVLink write costs one or two. So each GPU simply writes its three sums into
-// a slot of EVERY GPU's mailbox, and each GPU waits until every slot of its own mailbox holds
-// this exchange's sums, then adds them in rank order 0..N-1: the same additions in the same
-// order everywhere, so every replica gets the same bits.
+// generic steps that costs several microseconds; one NVLink write costs one or two. So each GPU
+// writes its three sums into a slot of EVERY GPU's mailbox, waits until every slot of its own
+// holds this exchange's sums, and adds them in rank order 0..N-1: the same bits everywhere.
 //
 //   OneShotMailbox box(world, rank, /*timeout_s=*/30.0);   // on the current device, zeroed
 //   box.connect(mailboxes);                // one process: every GPU's box.local(), peer access on
 //   connect_over_nccl(box, comm, stream, watch);            // one process per GPU: CUDA IPC handles
-//   replica.use_one_shot(&box);            // the epoch becomes one kernel: sums, exchange, step
+//   enqueue_epoch_one_shot(replica.view(), box, epoch);    // by_hand.h: sums, exchange, step in one kernel
 //   if (auto why = box.failure(epochs)) ...                 // a peer never came: one line
 //
-// The mailbox: 2 sets of `world` slots, set = exchange & 1; slot r of a set is written by rank r
-// only. A slot is three 8-byte words, one per sum: the float's bits in the low half and the
-// exchange's number in the high half (NCCL's LL protocol does the same). An aligned 8-byte store
-// arrives whole, so a reader that sees this exchange's number in a word has that word's sum too:
-// no fence between the data and a flag, no flag of its own, no barrier, and nothing to reset
-// between epochs (the numbers only grow). The second set lets a fast rank write exchange s+1
-// while a slow one still reads exchange s. The number is a counter in each GPU's memory (not a
-// kernel argument), so a CUDA graph of the epoch loop replays correctly. One warp does the work:
-// lane l handles rank l / 3's sum l % 3, so the three words of every peer travel, and are waited
-// for, at once. A rank never writes its own slot: it adds its own sums from registers.
+// The mailbox: 2 sets of `world` slots, set = exchange & 1; slot r is written by rank r only. A
+// slot is three 8-byte words, one per sum: the float's bits in the low half, the exchange's number
+// in the high half (as NCCL's LL protocol). An aligned 8-byte store arrives whole, so a word with
+// this exchange's number holds its sum: no fence, no flag, nothing to reset (the numbers only
+// grow). The second set lets a fast rank write exchange s+1 while a slow one reads s. The number
+// is a counter in GPU memory, so a CUDA graph of the loop replays correctly. One warp does it all.
 //
-// A peer that never writes must not hang the others. The wait spins on its own memory alone at
-// first; only once a peer is late does it read the GPU's clock and the host's abort flag: it gives
-// up after `timeout_s`, or within microseconds of the host setting the abort flag
-// (Communicator::abort, this object's destructor), and records which rank it waited for
-// (ExchangeSignals, exchange.h); every later wait on this GPU then returns at once (sticky), and
-// the host turns the record into one line.
+// A peer that never writes must not hang the others: once a peer is late, the wait reads the
+// clock and the host's abort flag, gives up after `timeout_s` (or at once after abort()), and
+// records which rank it waited for (ExchangeSignals, support/exchange.h); the host makes that one line.
 #pragma once
 
 #include "device_buffer.h"
@@ -40,7 +31,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace workbook::multi_gpu {
@@ -121,54 +111,14 @@ class OneShotMailbox {
   bool connected_ = false;
 };
 
-// One process driving several GPUs (dp, the bench): a mailbox's destructor drains only its own GPU,
-// and a peer still running its sums kernel could then publish into the freed slots. Declared after
-// the owners (structs with a `mailbox` member), this runs first: every mailbox aborted, then every
-// GPU drained, and only then does any mailbox go.
-template <class Owners>
-class DrainMailboxesFirst {
- public:
-  explicit DrainMailboxesFirst(Owners& owners) : owners_(owners) {}
-  ~DrainMailboxesFirst() {
-    for (auto& o : owners_) if (o.mailbox) o.mailbox->abort();
-    for (auto& o : owners_) if (o.mailbox) o.mailbox->drain();
-  }
-  DrainMailboxesFirst(const DrainMailboxesFirst&) = delete;
-  DrainMailboxesFirst& operator=(const DrainMailboxesFirst&) = delete;
-
- private:
-  Owners& owners_;
-};
-
 // One process per GPU: the 64-byte IPC handles of every rank's mailbox all-gathered over `comm`
 // (waited for under `watch`), then opened: box.connect_ipc.
 void connect_over_nccl(OneShotMailbox& box, Communicator& comm, cudaStream_t stream, const Watch& watch);
 
-// The exchange alone (the training fuses it into its kernels): publish `sums` (3 floats on this
-// device) to every peer's mailbox, wait for every peer's slot of this exchange and write the sum
-// of all ranks' sums, added in rank order, to `total` (3 floats; it may be `sums`). One kernel of
-// one warp (the bench's timing, the test sums), or its two halves as two kernels (the tests,
-// which order them by hand).
+// The exchange alone (the training fuses it into its kernels; by_hand.cu uses it for the test
+// sums, the bench times it): publish `sums` (3 floats on this device) to every peer's mailbox,
+// wait for every peer's slot of this exchange and write the sum of all ranks' sums, added in rank
+// order, to `total` (3 floats; it may be `sums`). One kernel of one warp.
 void launch_one_shot_exchange(const float* sums, float* total, const OneShotMailbox& box, cudaStream_t stream);
-void launch_one_shot_publish(const float* sums, const OneShotMailbox& box, cudaStream_t stream);
-void launch_one_shot_gather(const float* sums, float* total, const OneShotMailbox& box, cudaStream_t stream);
-
-// Peer access both ways between every pair of `devices` (cudaDeviceEnablePeerAccess), for the
-// life of the object: what the one-process exchange needs to write into another GPU's memory.
-// Throws, naming the pair, where cudaDeviceCanAccessPeer says no. Disables only what it enabled.
-class PeerAccess {
- public:
-  PeerAccess() = default;
-  explicit PeerAccess(const std::vector<int>& devices);
-  ~PeerAccess();
-  PeerAccess(PeerAccess&& other) noexcept : enabled_(std::exchange(other.enabled_, {})) {}
-  PeerAccess& operator=(PeerAccess&& other) noexcept;
-  PeerAccess(const PeerAccess&) = delete;
-  PeerAccess& operator=(const PeerAccess&) = delete;
-
- private:
-  void disable() noexcept;
-  std::vector<std::pair<int, int>> enabled_;  // (from, to)
-};
 
 }  // namespace workbook::multi_gpu

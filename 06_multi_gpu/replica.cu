@@ -4,14 +4,14 @@
 // The per-GPU pass is common/fused_sums.cuh (chapter 05's variant 4): one pass over the shard's X
 // and y, a fixed-shape tree per block, and the last block to finish adds the block partials in
 // block order. Unlike 05's kernel it stops at the three sums: the step needs every shard's sums,
-// so the all-reduce (multi_gpu.cu, ddp.cu) goes in between. Its CPU twin, shard_sums_cpu, is the
+// so the all-reduce (multi_gpu.cu, ddp.cu) goes in between, or an exchange by hand inside one
+// kernel (by_hand.cu). Its CPU twin, shard_sums_cpu, is the
 // first function below.
 #include "replica.h"
 
 #include "cuda_check.h"
-#include "fused_sums.cuh"
 #include "nvtx.h"
-#include "one_shot_exchange.cuh"
+#include "replica.cuh"
 #include "regression_data.h"
 
 #include <algorithm>
@@ -32,43 +32,9 @@ ShardSums shard_sums_cpu(const regression::Dataset& data, Shard shard, double w,
 
 namespace {
 
-
-using fused::block_sums;
-using fused::counted_last;
 using fused::fused_blocks;
 using fused::kThreads;
-using fused::reduce_partials;
 using fused::Sums;
-using fused::thread_sums;
-using fused::write_partials;
-
-// Chapter 05's fused pass without the step: every block writes its partials, and the last block
-// to be counted adds them in block order and resets the counter. Returns true in that block only,
-// with the shard's three sums in `total` (valid in thread 0).
-__device__ __forceinline__ bool shard_sums(const float* __restrict__ x, const float* __restrict__ y, std::int64_t n,
-                                           const float* params, float* partials, unsigned* done_count, Sums& total) {
-  const float w = params[0];
-  const float b = params[1];
-  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const Sums s = block_sums<kThreads>(thread_sums(x, y, n, w, b, t, static_cast<std::int64_t>(gridDim.x) * blockDim.x));
-  const int stride = static_cast<int>(gridDim.x);
-  write_partials(s, partials, stride);
-  if (!counted_last(done_count)) return false;  // common/fused_sums.cuh: 05's last-block pattern
-  total = reduce_partials(partials, stride, stride);
-  if (threadIdx.x == 0) *done_count = 0;
-  return true;
-}
-
-// 05's apply_step on the summed sums: the same float operations on every replica, so the same bits
-// of w and b everywhere.
-__device__ __forceinline__ void sgd_step(const float sums[3], float* params, float* losses, int epoch, float lr,
-                                         float inv_n, float two_inv_n) {
-  losses[epoch] = sums[0] * inv_n;
-  const float grad_w = sums[1] * two_inv_n;
-  const float grad_b = sums[2] * two_inv_n;
-  params[0] -= lr * grad_w;
-  params[1] -= lr * grad_b;
-}
 
 // The shard's sums into sums[0..2], for an all-reduce to add across the GPUs.
 __global__ void __launch_bounds__(kThreads)
@@ -87,26 +53,6 @@ __global__ void step_kernel(const float* all_reduced, float* params, float* loss
   sgd_step(sums, params, losses, epoch, lr, inv_n, two_inv_n);
 }
 
-// --exchange one_shot: the whole epoch in one kernel. The last block's first warp, once it has the
-// shard's sums, publishes them into every peer's mailbox, waits for every peer's, adds all ranks'
-// in rank order and steps; a wait that gave up skips the step.
-__global__ void __launch_bounds__(kThreads)
-    one_shot_epoch_kernel(const float* __restrict__ x, const float* __restrict__ y, std::int64_t n, float* params,
-                          float* partials, unsigned* done_count, float* losses, int epoch, float lr, float inv_n,
-                          float two_inv_n, OneShotView mailbox) {
-  Sums total;
-  if (!shard_sums(x, y, n, params, partials, done_count, total) || threadIdx.x >= 32) return;
-  // Warp 0 of the last block exchanges (one_shot_exchange.cuh): the shard's sums to every lane.
-  const float mine[3] = {__shfl_sync(kFullWarp, total.rr, 0), __shfl_sync(kFullWarp, total.rx, 0),
-                         __shfl_sync(kFullWarp, total.r, 0)};
-  const unsigned s = one_shot_next(mailbox);
-  one_shot_publish(mailbox, s, mine);
-  float all[3];
-  if (!one_shot_gather(mailbox, s, mine, all) || threadIdx.x != 0) return;
-  one_shot_done(mailbox, s);
-  sgd_step(all, params, losses, epoch, lr, inv_n, two_inv_n);
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -120,6 +66,21 @@ Problem make_problem(const regression::Config& config) {
   p.train_points = split.train;
   p.test_points = split.test;
   return p;
+}
+
+Shard train_shard_of(const Problem& problem, int count, int index) {
+  return shard_of(problem.train_points, count, index);
+}
+
+Shard test_shard_of(const Problem& problem, int count, int index) {
+  return shard_of(problem.test_points, count, index, problem.train_points);
+}
+
+void require_shard_fits(const Problem& problem, int count, int index, const std::string& whose) {
+  require_gpu_memory("--points " + std::to_string(problem.config.points) + " (" + whose + " shard of " +
+                         std::to_string(count) + ")",
+                     Replica::bytes_needed(problem, train_shard_of(problem, count, index),
+                                           test_shard_of(problem, count, index)));
 }
 
 ByteCount Replica::bytes_needed(const Problem& problem, Shard train, Shard test) {
@@ -188,23 +149,16 @@ void Replica::enqueue_sums() {
 }
 
 void Replica::enqueue_step(int epoch) {
-  const Step k = step_constants();
+  const ReplicaView k = view();
   step_kernel<<<1, 1, 0, stream_>>>(sums(), params_.data(), losses_.data(), epoch, k.lr, k.inv_n, k.two_inv_n);
   CUDA_CHECK_LAUNCH();
 }
 
-void Replica::enqueue_epoch_one_shot(int epoch) {
-  if (one_shot_ == nullptr) throw std::logic_error("Replica::enqueue_epoch_one_shot before use_one_shot");
-  const Step k = step_constants();
-  one_shot_epoch_kernel<<<blocks_, kThreads, 0, stream_>>>(x_.data(), y_.data(), train_.count, params_.data(),
-                                                           partials_.data(), done_count_.data(), losses_.data(), epoch,
-                                                           k.lr, k.inv_n, k.two_inv_n, one_shot_->view());
-  CUDA_CHECK_LAUNCH();
-}
-
-Replica::Step Replica::step_constants() const {
+ReplicaView Replica::view() {
   const std::int64_t n = problem_.train_points;  // of the whole set: every replica steps on the global mean
-  return Step{static_cast<float>(problem_.config.lr), static_cast<float>(1.0 / n), static_cast<float>(2.0 / n)};
+  return ReplicaView{x_.data(), y_.data(), train_.count, params_.data(), partials_.data(), done_count_.data(),
+                     losses_.data(), static_cast<float>(problem_.config.lr), static_cast<float>(1.0 / n),
+                     static_cast<float>(2.0 / n), blocks_, problem_.config.epochs, stream_};
 }
 
 void Replica::enqueue_test_sums() {

@@ -4,27 +4,23 @@
 //   replica.enqueue_sums();        // sums() = this shard's {sum r^2, sum r x, sum r}
 //   ... all-reduce sums() over the GPUs ...
 //   replica.enqueue_step(epoch);   // w, b -= lr * gradient of the whole set: the same bits everywhere
-//   replica.enqueue_epoch_one_shot(epoch);   // --exchange one_shot: all three in one kernel
-//   replica.enqueue_all_epochs_on_chip();    // --on-chip: every epoch in one launch (on_chip.cu)
+//   enqueue_epoch_one_shot(replica.view(), mailbox, epoch);   // by_hand.h: all three in one kernel
 //
 // Host-only declarations (g++ compiles this header); the kernels live in replica.cu.
 #pragma once
 
 #include "device_buffer.h"
 #include "gpu_memory.h"
-#include "support/sharding.h"
-#include "on_chip_room.h"
 #include "regression_problem.h"
+#include "support/sharding.h"
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace workbook::multi_gpu {
-
-class OneShotMailbox;  // one_shot_exchange.h
 
 // The training problem every rank agrees on: the regression's Config (points are the global
 // data set) with the learning rate actually used.
@@ -35,6 +31,14 @@ struct Problem {
 };
 Problem make_problem(const regression::Config& config);
 
+// Shard `index` of `count` of the problem's training points, and of its test points (which follow
+// the training points in the data set).
+Shard train_shard_of(const Problem& problem, int count, int index);
+Shard test_shard_of(const Problem& problem, int count, int index);
+// Asks the current device for the memory of shard `index` of `count` before anything is
+// allocated: one line naming the flag and `whose` ("GPU 1's") when it does not fit.
+void require_shard_fits(const Problem& problem, int count, int index, const std::string& whose);
+
 // The CPU twin of one epoch's sums over points [first, first + count) of the data set, in double:
 // {sum r^2, sum r x, sum r} with r = w x + b - y. The replica's float sums match it within
 // 04's tolerance (tests/test_06_multi_gpu.cpp).
@@ -42,6 +46,21 @@ struct ShardSums {
   double rr = 0.0, rx = 0.0, r = 0.0;
 };
 ShardSums shard_sums_cpu(const regression::Dataset& data, Shard shard, double w, double b);
+
+// The shard, the parameters and the step's constants, for a kernel: what Replica::view() gives.
+struct ReplicaView {
+  const float* x = nullptr;
+  const float* y = nullptr;
+  std::int64_t n = 0;        // training points of the shard
+  float* params = nullptr;   // w, b
+  float* partials = nullptr;
+  unsigned* done_count = nullptr;
+  float* losses = nullptr;
+  float lr = 0.0f, inv_n = 0.0f, two_inv_n = 0.0f;  // of the whole training set
+  int blocks = 1;            // of the fused pass
+  int epochs = 0;
+  cudaStream_t stream = nullptr;
+};
 
 // One GPU's part of data-parallel training: its shard of X and y (made on this GPU from the
 // global indices, the same bits as the whole set's), w and b, and the three sums of an epoch.
@@ -58,18 +77,9 @@ class Replica {
   void enqueue_sums();           // sums() = {sum r^2, sum r x, sum r} over the training shard
   float* sums() { return exchange_sums_ != nullptr ? exchange_sums_ : sums_.data(); }  // the all-reduce buffer
   void enqueue_step(int epoch);  // losses[epoch] = sums[0] / n; w, b -= lr * 2/n * sums[1], sums[2]
-  // --exchange nccl_symmetric: the sums go to (and the step reads them from) `window`, 3 floats
-  // of a registered symmetric window on this device, instead of this replica's own buffer.
-  void use_sums_buffer(float* window) { exchange_sums_ = window; }
-  // --exchange one_shot: the epoch is one kernel, whose last block publishes the shard's sums to
-  // every rank's mailbox, waits for every rank's slot, and steps on their sum in rank order.
-  void use_one_shot(const OneShotMailbox* mailbox) { one_shot_ = mailbox; }
-  void enqueue_epoch_one_shot(int epoch);
-  // --on-chip (on_chip.cu): every epoch in one cooperative launch that keeps the shard in this
-  // GPU's registers and shared memory, the sums meeting through `mailbox` inside the kernel.
-  // Throws OnChipDoesNotFit when the shard is larger than this GPU's room.
-  void use_on_chip(const OneShotMailbox* mailbox);
-  void enqueue_all_epochs_on_chip();
+  // The all-reduce's buffer elsewhere: 3 floats on this device (the bench's nccl_symmetric puts
+  // them in a window NCCL registered for its symmetric kernels).
+  void use_sums_buffer(float* buffer) { exchange_sums_ = buffer; }
   void enqueue_test_sums();      // test_sums() = {sum r^2 over the test shard, 0, 0}
   float* test_sums() { return test_sums_.data(); }
 
@@ -81,13 +91,9 @@ class Replica {
   };
   Result read(int epochs) const;
   Shard train_shard() const { return train_; }
+  ReplicaView view();  // for a kernel: replica.cu's step, by_hand's epoch (one_shot_exchange.cu, on_chip.cu)
 
  private:
-  struct Step {
-    float lr, inv_n, two_inv_n;
-  };
-  Step step_constants() const;
-
   Problem problem_;
   Shard train_, test_;
   cudaStream_t stream_;
@@ -95,20 +101,6 @@ class Replica {
   DeviceBuffer<float> x_, y_, test_x_, test_y_, partials_, sums_, test_sums_, params_, losses_;
   DeviceBuffer<unsigned> done_count_;
   float* exchange_sums_ = nullptr;
-  const OneShotMailbox* one_shot_ = nullptr;
-  fused::OnChipRoom on_chip_room_;        // --on-chip: this GPU's room
-  DeviceBuffer<float> on_chip_partials_;  // --on-chip: 2 epochs x (3 sums + a flag) x its blocks
-};
-
-// The room of the on-chip kernel on the current GPU (common/on_chip_room.h): how many training
-// points each GPU can keep on chip for all epochs, computed from the GPU's properties.
-fused::OnChipRoom on_chip_room();
-
-// A shard larger than its GPU's room: "GPU 1's shard does not fit on chip: 38.4 MB needed, 48.0
-// MB available". The bench skips such a size; the program stops with the line.
-class OnChipDoesNotFit : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
 };
 
 }  // namespace workbook::multi_gpu

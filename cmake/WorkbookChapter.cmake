@@ -2,8 +2,12 @@
 #
 #   workbook_add_chapter(<program>
 #       LESSON <sources...>           the lesson, main included (its first file), read top to bottom
-#       [SUPPORT <sources...>]        what the lesson program links but a reader need not read (06's
-#                                     bounded waits, launch environment): compiled as the lesson's other files
+#       [SHARED <sources...>]         lesson files every lesson program of the chapter links (06's replica)
+#       [SUPPORT <sources...>]        what the lesson programs link but a reader need not read (06's
+#                                     bounded waits, launch environment), compiled once with SHARED
+#       [OTHER_LESSON <program2> <main2> <sources...>]  a second lesson program (main in main2) that
+#                                     links SHARED and SUPPORT too, and is smoke- and sanitizer-tested
+#                                     as the first; its kernels go into <program>_core as well
 #       [BENCH <sources...>]          the measuring harness: program <program>_bench, main in its first file
 #       [BENCH_LINK <targets...>]     libraries only the bench needs, e.g. CUDA::cublas
 #       [BENCH_SMOKE_LABELS <labels>] ctest labels of `<program>_bench --quick` (default: SMOKE_LABELS)
@@ -42,7 +46,7 @@ set(WORKBOOK_SANITIZER_TOOLS memcheck racecheck initcheck synccheck)
 
 function(workbook_add_chapter program)
   cmake_parse_arguments(PARSE_ARGV 1 arg "RUN_SERIAL" ""
-                        "LESSON;SUPPORT;BENCH;BENCH_LINK;BENCH_SMOKE_LABELS;PROGRAM;LIBRARY;LINK;SMOKE_LABELS;SANITIZE_ARGS;SANITIZER_OPTIONS;BENCH_SANITIZE_ARGS")
+                        "LESSON;SHARED;SUPPORT;OTHER_LESSON;BENCH;BENCH_LINK;BENCH_SMOKE_LABELS;PROGRAM;LIBRARY;LINK;SMOKE_LABELS;SANITIZE_ARGS;SANITIZER_OPTIONS;BENCH_SANITIZE_ARGS")
   if(NOT arg_PROGRAM AND NOT arg_LESSON)
     message(FATAL_ERROR "workbook_add_chapter(${program}): LESSON (or PROGRAM) sources are required")
   endif()
@@ -57,21 +61,40 @@ function(workbook_add_chapter program)
   set(programs ${program})
   if(arg_LESSON)
     # The lesson's first file holds main(): the program compiles it as it is, the core library
-    # once more without main(). Its other files are compiled once, into both.
+    # once more without main(). Its other files, and the shared and support files, are compiled
+    # once, into both.
     list(GET arg_LESSON 0 lesson_main)
     set(lesson_parts ${arg_LESSON})
     list(REMOVE_AT lesson_parts 0)
-    list(APPEND lesson_parts ${arg_SUPPORT})
-    set(parts)
+    set(shared)
+    if(arg_SHARED OR arg_SUPPORT)
+      workbook_add_objects(${program}_shared "${arg_LINK}" ${arg_SHARED} ${arg_SUPPORT})
+      set(shared $<TARGET_OBJECTS:${program}_shared>)
+    endif()
+    set(parts ${shared})
     if(lesson_parts)
-      add_library(${program}_lesson OBJECT ${lesson_parts})
-      target_include_directories(${program}_lesson PUBLIC "${CMAKE_CURRENT_SOURCE_DIR}")
-      target_link_libraries(${program}_lesson PUBLIC workbook::common ${arg_LINK} PRIVATE workbook::policy)
-      set(parts $<TARGET_OBJECTS:${program}_lesson>)
+      workbook_add_objects(${program}_lesson "${arg_LINK}" ${lesson_parts})
+      list(APPEND parts $<TARGET_OBJECTS:${program}_lesson>)
     endif()
     add_library(${program}_core STATIC ${lesson_main} ${parts})
     target_compile_definitions(${program}_core PRIVATE WORKBOOK_LESSON_LIBRARY=1)
     add_executable(${program} ${lesson_main} ${parts})
+    if(arg_OTHER_LESSON)
+      list(POP_FRONT arg_OTHER_LESSON other other_main)
+      set(other_parts ${shared})
+      if(arg_OTHER_LESSON)
+        workbook_add_objects(${other}_lesson "${arg_LINK}" ${arg_OTHER_LESSON})
+        list(APPEND other_parts $<TARGET_OBJECTS:${other}_lesson>)
+        target_sources(${program}_core PRIVATE $<TARGET_OBJECTS:${other}_lesson>)
+      endif()
+      target_sources(${program}_core PRIVATE ${other_main})
+      add_executable(${other} ${other_main} ${other_parts})
+      target_include_directories(${other} PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
+      target_link_libraries(${other} PRIVATE workbook::common ${arg_LINK} workbook::policy)
+      set_property(TARGET ${program} PROPERTY WORKBOOK_OTHER_PROGRAM ${other})  # for tests/
+      list(APPEND programs ${other})
+      list(APPEND arg_LESSON ${other_main} ${arg_OTHER_LESSON})  # device code: see cuda_sources below
+    endif()
   else()
     if(arg_LIBRARY)
       add_library(${program}_core STATIC ${arg_LIBRARY})
@@ -132,6 +155,9 @@ function(workbook_add_chapter program)
     set(what "")
     set(args ${arg_SANITIZE_ARGS})
     set(labels ${arg_SMOKE_LABELS})
+    if(NOT target STREQUAL program AND NOT target STREQUAL "${program}_bench")
+      set(what "${target} ")  # the other lesson program
+    endif()
     if(target STREQUAL "${program}_bench")
       set(what "bench ")
       set(args ${arg_BENCH_SANITIZE_ARGS})
@@ -140,6 +166,13 @@ function(workbook_add_chapter program)
     workbook_add_program_tests(${target} "${chapter}: ${what}" "${labels}" ${serial}
                                "${arg_SANITIZER_OPTIONS}" ${args})
   endforeach()
+endfunction()
+
+# An object library of a chapter's sources, compiled as the chapter's programs are.
+function(workbook_add_objects name link)
+  add_library(${name} OBJECT ${ARGN})
+  target_include_directories(${name} PUBLIC "${CMAKE_CURRENT_SOURCE_DIR}")
+  target_link_libraries(${name} PUBLIC workbook::common ${link} PRIVATE workbook::policy)
 endfunction()
 
 # The smoke test `<target> --quick` and, with compute-sanitizer, one run under each of its tools.

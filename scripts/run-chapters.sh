@@ -36,38 +36,43 @@ workbook_build
 failed=()
 skipped=()
 on_cpu=()
+# A chapter's program is named after it (06_multi_gpu: multi_gpu); a chapter with a second lesson
+# program names it in its CMakeLists.txt (OTHER_LESSON by_hand), and it runs next.
 for dir in [0-9][0-9]_*/; do
-  chapter=${dir%/}
-  program=${chapter#[0-9][0-9]_}
-  [[ -x $workbook_build_dir/$chapter/$program ]] || continue
-  printf '\n===== %s =====\n' "$chapter"
-  started=$EPOCHREALTIME
-  set +e
-  "$workbook_build_dir/$chapter/$program" "$@"
-  status=$?
-  set -e
-  seconds=$(awk -v from="$started" -v to="$EPOCHREALTIME" 'BEGIN { printf "%.1f", to - from }')
-  case $status in
-    0) echo "($chapter: passed in $seconds s)" ;;
-    2) echo "run-chapters.sh: $chapter refused the arguments '$*' (its reason above); stopping" >&2; exit 2 ;;
-    77)
-      if ((!device_given)) && "$workbook_build_dir/$chapter/$program" --help 2>/dev/null | grep -q 'cpu, N'; then
-        echo "($chapter: no usable GPU; running it on the CPU instead: $program --device cpu)"
-        set +e
-        "$workbook_build_dir/$chapter/$program" "$@" --device cpu
-        status=$?
-        set -e
-        seconds=$(awk -v from="$started" -v to="$EPOCHREALTIME" 'BEGIN { printf "%.1f", to - from }')
-        if ((status == 0)); then
-          echo "($chapter: passed on the CPU in $seconds s)"; on_cpu+=("$chapter")
+  chapter_dir=${dir%/}
+  for program in "${chapter_dir#[0-9][0-9]_}" $(sed -n 's/.*OTHER_LESSON \([a-z_0-9]*\).*/\1/p' "$chapter_dir/CMakeLists.txt"); do
+    chapter=$chapter_dir
+    [[ $program == "${chapter_dir#[0-9][0-9]_}" ]] || chapter="$chapter_dir $program"
+    [[ -x $workbook_build_dir/$chapter_dir/$program ]] || continue
+    printf '\n===== %s =====\n' "$chapter"
+    started=$EPOCHREALTIME
+    set +e
+    "$workbook_build_dir/$chapter_dir/$program" "$@"
+    status=$?
+    set -e
+    seconds=$(awk -v from="$started" -v to="$EPOCHREALTIME" 'BEGIN { printf "%.1f", to - from }')
+    case $status in
+      0) echo "($chapter: passed in $seconds s)" ;;
+      2) echo "run-chapters.sh: $chapter refused the arguments '$*' (its reason above); stopping" >&2; exit 2 ;;
+      77)
+        if ((!device_given)) && "$workbook_build_dir/$chapter_dir/$program" --help 2>/dev/null | grep -q 'cpu, N'; then
+          echo "($chapter: no usable GPU; running it on the CPU instead: $program --device cpu)"
+          set +e
+          "$workbook_build_dir/$chapter_dir/$program" "$@" --device cpu
+          status=$?
+          set -e
+          seconds=$(awk -v from="$started" -v to="$EPOCHREALTIME" 'BEGIN { printf "%.1f", to - from }')
+          if ((status == 0)); then
+            echo "($chapter: passed on the CPU in $seconds s)"; on_cpu+=("$chapter")
+          else
+            echo "($chapter: exit $status on the CPU after $seconds s)"; failed+=("$chapter --device cpu (exit $status)")
+          fi
         else
-          echo "($chapter: exit $status on the CPU after $seconds s)"; failed+=("$chapter --device cpu (exit $status)")
-        fi
-      else
-        echo "($chapter skipped: no usable GPU)"; skipped+=("$chapter")
-      fi ;;
-    *) echo "($chapter: exit $status after $seconds s)"; failed+=("$chapter (exit $status)") ;;
-  esac
+          echo "($chapter skipped: no usable GPU)"; skipped+=("$chapter")
+        fi ;;
+      *) echo "($chapter: exit $status after $seconds s)"; failed+=("$chapter (exit $status)") ;;
+    esac
+  done
 done
 if ((${#failed[@]})); then
   printf '\nFailed: %s\n' "${failed[*]}"

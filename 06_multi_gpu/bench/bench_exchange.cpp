@@ -7,6 +7,8 @@
 #include "exchange_alone.h"
 #include "format.h"
 #include "gpu_probe.h"
+#include "bench/training_ways.h"
+#include "by_hand.h"
 #include "multi_gpu.h"
 #include "support/nccl_comm.h"
 #include "support/rank_environment.h"
@@ -29,7 +31,7 @@ using Options = BenchOptions;
 // ---------------------------------------------------------------------------------------------
 // exchange: the epoch's 12 bytes the three ways of --exchange, alone and inside the epoch
 
-constexpr ExchangeKind kExchanges[] = {ExchangeKind::kNccl, ExchangeKind::kNcclSymmetric, ExchangeKind::kOneShot};
+constexpr const char* kExchanges[] = {"nccl", "nccl_symmetric", "one_shot"};  // training_ways.h
 
 // The one-shot exchange alone in the DDP form: `n` ranks of this program's `exchange-rank`, each
 // timing its own GPU (measure_one_shot_rank) into a JSON file of its own; the slowest rank's
@@ -170,10 +172,48 @@ int run_exchange_alone(const Options& o, const std::vector<int>& devices, const 
   return 0;
 }
 
-// The epoch with each exchange: the DataParallel analog in this process (checked: ranks
-// bit-identical, and against one GPU where it fits) and the DDP analog through the launcher
-// (checked by rank 0, against one GPU). "exchange us" is the epoch less the sums and step alone
-// (compute_alone_us): the exchange with its waiting, as the ddp part splits it.
+// One epoch measurement: the slowest rank's time per epoch, what ran, whether it passed its checks.
+struct EpochOutcome {
+  double epoch_us = 0.0;
+  bool ok = false;
+  std::string used, why;
+  int stop_signal = 0;
+};
+
+// The DataParallel analog in this process, checked: ranks bit-identical, and against one GPU where
+// it fits.
+EpochOutcome epoch_dp(const Options& o, const char* exchange, const regression::Config& c, const std::vector<int>& sub,
+                      const std::optional<regression::TrainingResult>& single) {
+  const ParallelRun run = training_way(exchange).train_dp(make_problem(c), sub, o.repeats, o.timeout_s);
+  EpochOutcome r;
+  r.epoch_us = run.slowest().epoch_us;
+  r.used = run.exchange;
+  r.ok = run.bit_identical() && (!single || check_against_single_gpu(run, *single).ok);
+  return r;
+}
+
+// The DDP analog through the launcher, checked by rank 0 (against one GPU).
+EpochOutcome epoch_ddp(const Options& o, const char* exchange, const regression::Config& c, int n) {
+  Options q = o;
+  q.exchange = exchange;
+  q.fault_rank = -1;
+  q.reference_max = 0;  // checked against one GPU, as the scaling runs
+  std::ostringstream log;
+  const LaunchOutcome launched = launch_ddp(q, c, n, log, WorkerReports::discarded);
+  EpochOutcome r;
+  r.stop_signal = launched.launch.stop_signal;
+  r.ok = launched.launch.ok() && launched.rank0.is_object() && launched.rank0.value("passed", false);
+  r.why = launch_failure(launched, log);
+  r.epoch_us = slowest_epoch_us(launched.rank0);
+  r.used = exchange;
+  if (launched.rank0.is_object() && launched.rank0.contains("exchange")) {
+    r.used = launched.rank0["exchange"].value("used", r.used);
+  }
+  return r;
+}
+
+// The epoch with each exchange, in both forms. "exchange us" is the epoch less the sums and step
+// alone (compute_alone_us): the exchange with its waiting, as the ddp part splits it.
 int run_exchange_epochs(const Options& o, const std::vector<int>& devices, const std::vector<int>& counts,
                         Report& report) {
   std::ostream& out = report.out();
@@ -188,41 +228,22 @@ int run_exchange_epochs(const Options& o, const std::vector<int>& devices, const
     for (int n : counts) {
       const std::vector<int> sub(devices.begin(), devices.begin() + n);
       const double compute_us = compute_alone_us(c, n, o.common.device, o.repeats);
-      for (ExchangeKind kind : kExchanges) {
+      for (const char* exchange : kExchanges) {
         for (const char* mode : {"dp", "ddp"}) {
-          double epoch_us = 0.0;
-          bool ok = false;
-          std::string used = exchange_name(kind), why;
-          if (std::string(mode) == "dp") {
-            const ParallelRun run = train_data_parallel(make_problem(c), sub, o.repeats, {kind, o.timeout_s});
-            epoch_us = run.slowest().epoch_us;
-            used = run.exchange;
-            ok = run.bit_identical() && (!single || check_against_single_gpu(run, *single).ok);
-          } else {
-            Options q = o;
-            q.exchange = exchange_name(kind);
-            q.fault_rank = -1;
-            q.reference_max = 0;  // checked against one GPU, as the scaling runs
-            std::ostringstream log;
-            const LaunchOutcome r = launch_ddp(q, c, n, log, WorkerReports::discarded);
-            if (r.launch.stop_signal != 0) {
-              report.check(false, "exchange: stopped by signal " + std::to_string(r.launch.stop_signal));
-              return r.launch.stop_signal;
-            }
-            ok = r.launch.ok() && r.rank0.is_object() && r.rank0.value("passed", false);
-            why = launch_failure(r, log);
-            epoch_us = slowest_epoch_us(r.rank0);
-            if (r.rank0.is_object() && r.rank0.contains("exchange")) used = r.rank0["exchange"].value("used", used);
+          const bool dp = std::string(mode) == "dp";
+          const EpochOutcome r = dp ? epoch_dp(o, exchange, c, sub, single) : epoch_ddp(o, exchange, c, n);
+          if (r.stop_signal != 0) {
+            report.check(false, "exchange: stopped by signal " + std::to_string(r.stop_signal));
+            return r.stop_signal;
           }
           out << format("%13lld%6d%6s  %-18s%-14s%11.2f%12.2f%13.2f%9s\n", static_cast<long long>(points), n, mode,
-                        exchange_name(kind), used.c_str(), epoch_us, compute_us, epoch_us - compute_us,
-                        ok ? "ok" : "FAILED")
+                        exchange, r.used.c_str(), r.epoch_us, compute_us, r.epoch_us - compute_us, r.ok ? "ok" : "FAILED")
               << std::flush;
-          report.check(ok, std::string("exchange: ") + mode + " --exchange " + exchange_name(kind) + " at " +
-                               std::to_string(points) + " points on " + std::to_string(n) + " GPUs failed" + why);
-          rows.push_back({{"points", points}, {"gpus", n}, {"mode", mode}, {"exchange", exchange_name(kind)},
-                          {"used", used}, {"us_per_epoch", epoch_us}, {"compute_us", compute_us},
-                          {"exchange_us", epoch_us - compute_us}, {"passed", ok}});
+          report.check(r.ok, std::string("exchange: ") + mode + " --exchange " + exchange + " at " +
+                                 std::to_string(points) + " points on " + std::to_string(n) + " GPUs failed" + r.why);
+          rows.push_back({{"points", points}, {"gpus", n}, {"mode", mode}, {"exchange", exchange}, {"used", r.used},
+                          {"us_per_epoch", r.epoch_us}, {"compute_us", compute_us},
+                          {"exchange_us", r.epoch_us - compute_us}, {"passed", r.ok}});
         }
       }
     }
@@ -290,7 +311,7 @@ void run_exchange_on_chip(const Options& o, const std::vector<int>& devices, con
       const std::int64_t per_gpu = shard_of(problem.train_points, n, 0).count;  // rank 0's: the largest
       std::optional<ParallelRun> run;
       try {
-        run = train_data_parallel(problem, sub, o.repeats, {ExchangeKind::kOneShot, o.timeout_s, /*on_chip=*/true});
+        run = train_by_hand(problem, sub, o.repeats, o.timeout_s, /*on_chip=*/true);
       } catch (const OnChipDoesNotFit& e) {
         out << format("%13lld%6d  on_chip       skipped: %s\n", static_cast<long long>(points), n, e.what());
         skipped.push_back({{"points", points}, {"gpus", n}, {"mode", "on_chip"}, {"skipped", e.what()}});

@@ -3,6 +3,7 @@
 #include "bench_parts.h"
 
 #include "bench_plan.h"
+#include "bench/training_ways.h"
 #include "cuda_check.h"
 #include "event_timer.h"
 #include "format.h"
@@ -62,30 +63,31 @@ regression::Config training_config(const BenchOptions& o, std::int64_t points) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// ddp: the launcher, its workers (the lesson program's `multi_gpu ddp`), and the epoch's split
+// ddp: the launcher, its workers (a lesson program's `ddp`), and the epoch's split
 
 namespace {
 
-// The arguments each worker gets: the training flags of this run, --json to a file the launcher
-// reads back (rank 0 writes it).
-std::vector<std::string> worker_arguments(const BenchOptions& o, const regression::Config& c, const std::string& json) {
-  std::vector<std::string> a = {"ddp", "--device", std::to_string(o.common.device), "--points", std::to_string(c.points),
-                                "--epochs", std::to_string(c.epochs), "--lr", format("%.17g", c.lr),
-                                "--noise", format("%.17g", c.noise), "--seed", std::to_string(c.seed),
-                                "--repeats", std::to_string(o.repeats), "--timeout-s", std::to_string(o.timeout_s),
-                                "--reference-max", std::to_string(o.reference_max), "--json", json};
-  if (o.nccl_nonblocking) a.emplace_back("--nccl-nonblocking");
-  if (o.exchange != "nccl") a.insert(a.end(), {"--exchange", o.exchange});
-  if (o.on_chip) a.emplace_back("--on-chip");
-  return a;
-}
+// What the launcher starts for each rank: the program of the way of --exchange (training_ways.h)
+// beside this one, its first arguments, the training flags of this run, and --json to a file the
+// launcher reads back (rank 0 writes it).
+struct RankCommand {
+  std::string program;
+  std::vector<std::string> args;
+};
 
-// The lesson's program, `multi_gpu`, beside this one: what the launcher starts for each rank.
-std::string lesson_program() {
+RankCommand rank_command(const BenchOptions& o, const regression::Config& c, const std::string& json) {
+  const TrainingWay& way = training_way(o.on_chip ? "one_shot" : o.exchange);
   const std::string self = self_path();
-  const std::string path = self.substr(0, self.rfind('/') + 1) + "multi_gpu";
-  if (access(path.c_str(), X_OK) != 0) throw std::runtime_error(path + ": the lesson program is not there: build it");
-  return path;
+  RankCommand r{self.substr(0, self.rfind('/') + 1) + way.rank_program, way.rank_command};
+  if (access(r.program.c_str(), X_OK) != 0) throw std::runtime_error(r.program + ": the lesson program is not there: build it");
+  r.args.insert(r.args.end(), {"--device", std::to_string(o.common.device), "--points", std::to_string(c.points),
+                               "--epochs", std::to_string(c.epochs), "--lr", format("%.17g", c.lr),
+                               "--noise", format("%.17g", c.noise), "--seed", std::to_string(c.seed),
+                               "--repeats", std::to_string(o.repeats), "--timeout-s", std::to_string(o.timeout_s),
+                               "--reference-max", std::to_string(o.reference_max), "--json", json});
+  if (o.nccl_nonblocking) r.args.emplace_back("--nccl-nonblocking");
+  if (o.on_chip) r.args.emplace_back("--on-chip");
+  return r;
 }
 
 }  // namespace
@@ -144,7 +146,8 @@ LaunchOutcome launch_ddp(const BenchOptions& o, const regression::Config& c, int
   const LaunchTicket ticket = new_launch_ticket("ddp");
   const std::string& json_path = ticket.json_path;
   LaunchOutcome r;
-  r.launch = launch_workers(lesson_program(), worker_arguments(o, c, json_path), nproc, ticket.nccl_id_hex,
+  const RankCommand command = rank_command(o, c, json_path);
+  r.launch = launch_workers(command.program, command.args, nproc, ticket.nccl_id_hex,
                             LaunchBounds{o.timeout_s, launch_bound_s(o)}, log, Fault{o.fault_rank, fault_signal_number(o.fault_signal), o.fault_after_s},
                             reports);
   std::ifstream file(json_path);

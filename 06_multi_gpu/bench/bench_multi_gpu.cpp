@@ -15,6 +15,7 @@
 #include "bench_parts.h"
 
 #include "bench_plan.h"
+#include "bench/training_ways.h"
 #include "cli.h"
 #include "cuda_check.h"
 #include "format.h"
@@ -173,6 +174,8 @@ int run(int argc, char** argv) {
 }  // namespace workbook::multi_gpu
 
 int main(int argc, char** argv) {
+  // Not for a reader: the ranks of --exchange nccl_symmetric are this program's (training_ways.h).
+  if (argc > 1 && std::string(argv[1]) == "train-rank") return workbook::multi_gpu::symmetric_lesson_main(argc - 1, argv + 1);
   return workbook::guarded_main("multi_gpu_bench", [&] {
     // First, while this process has one thread and before any NCCL call: NVLink multicast off,
     // whatever the environment said (this process, each launcher worker, each mpirun rank).

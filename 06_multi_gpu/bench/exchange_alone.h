@@ -15,6 +15,7 @@
 #include "device_buffer.h"
 #include "support/exchange.h"
 #include "measure.h"
+#include "one_shot_exchange.h"
 #include "support/nccl_comm.h"
 #include "stats.h"
 #include "stream.h"
@@ -72,6 +73,13 @@ class ExchangePlugin {
 // The plug-in of that name: "nccl", "nccl_symmetric", "one_shot" or "none" (std::logic_error for
 // any other). one_shot's waits give up after timeout_s.
 std::unique_ptr<ExchangePlugin> make_exchange_plugin(const std::string& name, double timeout_s);
+
+// The one-shot exchange (one_shot_exchange.h) in its two halves, two kernels of one warp: publish
+// `sums` into every peer's mailbox; gather every rank's (this one's from `sums`) into `total`. The
+// mailbox exercise's answer (exercises/answers/mailbox_lesson.cu), and the tests, which order the
+// halves of two ranks by hand.
+void launch_one_shot_publish(const float* sums, const OneShotMailbox& box, cudaStream_t stream);
+void launch_one_shot_gather(const float* sums, float* total, const OneShotMailbox& box, cudaStream_t stream);
 
 struct ExchangeRow {
   std::string exchange;      // the plug-in's name

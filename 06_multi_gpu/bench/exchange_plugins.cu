@@ -5,6 +5,7 @@
 #include "cuda_check.h"
 #include "nccl_check.h"
 #include "one_shot_exchange.cuh"
+#include "support/peer_access.h"
 #include "symmetric_windows.h"
 
 #include <nccl.h>
@@ -146,7 +147,29 @@ class NoExchange : public ExchangePlugin {
   std::string launch_name(ExchangeForm) const override { return "empty_kernel"; }
 };
 
+// ---- the one-shot exchange in two halves (exchange_alone.h) ---------------------------------------
+__global__ void one_shot_publish_kernel(const float* sums, OneShotView v) {
+  const float mine[3] = {sums[0], sums[1], sums[2]};
+  one_shot_publish(v, one_shot_next(v), mine);
+}
+
+__global__ void one_shot_gather_kernel(const float* sums, float* total, OneShotView v) {
+  const float mine[3] = {sums[0], sums[1], sums[2]};
+  const unsigned s = one_shot_next(v);
+  one_shot_gather_into(v, s, mine, total);
+}
+
 }  // namespace
+
+void launch_one_shot_publish(const float* sums, const OneShotMailbox& box, cudaStream_t stream) {
+  one_shot_publish_kernel<<<1, 32, 0, stream>>>(sums, box.view());
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_one_shot_gather(const float* sums, float* total, const OneShotMailbox& box, cudaStream_t stream) {
+  one_shot_gather_kernel<<<1, 32, 0, stream>>>(sums, total, box.view());
+  CUDA_CHECK_LAUNCH();
+}
 
 std::unique_ptr<ExchangePlugin> make_exchange_plugin(const std::string& name, double timeout_s) {
   if (name == exchange_name(ExchangeKind::kNccl)) return std::make_unique<NcclExchange>(false);

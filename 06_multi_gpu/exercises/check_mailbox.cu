@@ -16,6 +16,8 @@
 // compute-sanitizer pass: the kernels meet through each other's stores, which it cannot pair.
 #include "mailbox.h"
 
+#include "bench/exchange_alone.h"  // launch_one_shot_publish, launch_one_shot_gather: the lesson's halves
+
 #include "cuda_check.h"
 #include "device_buffer.h"
 #include "exercise.h"
@@ -24,6 +26,7 @@
 #include "program.h"
 #include "splitmix64.h"
 #include "stream.h"
+#include "support/peer_access.h"
 
 #include <chrono>
 #include <cstring>

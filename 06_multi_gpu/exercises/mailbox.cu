@@ -4,8 +4,7 @@
 // Write the two kernels below, delete the TODO(exercise) line, then check your attempt with
 //   scripts/check-exercise.sh 06 mailbox           (one GPU is enough; two add a round trip over NVLink)
 // The chapter's own answer is one_shot_publish and one_shot_gather in one_shot_exchange.cuh
-// (launched by launch_one_shot_publish and launch_one_shot_gather in one_shot_exchange.cu); write
-// yours without calling them. The helpers there are yours to use: one_shot_next, one_shot_done,
+// (launched by answers/mailbox_lesson.cu); write yours without calling them. The helpers there are yours to use: one_shot_next, one_shot_done,
 // word_of, pick (an array element by a lane's index) and SystemWord (an 8-byte word that other
 // GPUs write: load and store it through SystemWord(word).load/store(..., memory_order_relaxed)).
 #include "mailbox.h"
