@@ -76,7 +76,8 @@ struct RankCommand {
 };
 
 RankCommand rank_command(const BenchOptions& o, const regression::Config& c, const std::string& json) {
-  const TrainingWay& way = training_way(o.on_chip ? "one_shot" : o.exchange);
+  const std::string exchange = o.on_chip ? "one_shot" : o.exchange;
+  const TrainingWay& way = training_way(exchange);
   const std::string self = self_path();
   RankCommand r{self.substr(0, self.rfind('/') + 1) + way.rank_program, way.rank_command};
   if (access(r.program.c_str(), X_OK) != 0) throw std::runtime_error(r.program + ": the lesson program is not there: build it");
