@@ -150,7 +150,8 @@ ParallelRun train_by_hand_rank(const Problem& problem, const RankSetup& setup, i
     for (int e = 0; e < epochs && !all_epochs; ++e) {  // the host at most kEpochsInFlight epochs ahead
       enqueue_epoch_one_shot(replica.view(), mailbox, e);
       progress[e].record(st);
-      if (e >= kEpochsInFlight) comm.wait_event(progress[e - kEpochsInFlight].get(), "an epoch", watch);
+      const int behind = e - kEpochsInFlight;
+      if (behind >= 0) comm.wait_event(progress[behind].get(), "epoch " + std::to_string(behind), watch);
     }
     stop.record(st);
     comm.wait_event(stop.get(), all_epochs ? "the epochs on chip" : "the last epochs", watch);
