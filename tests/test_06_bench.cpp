@@ -91,6 +91,7 @@ TEST_CASE("bench: usage errors are exit 2 with a one-line reason") {
       {{"ddp", "--launch-timeout-s", "inf"}, "--launch-timeout-s must be a finite number greater than 0, got inf"},
       {{"ddp", "--launch-timeout-s", "0"}, "--launch-timeout-s must be a finite number greater than 0, got 0"},
       {{"ddp", "--fault-after-s", "1e9"}, "--fault-after-s must be at most 86400, got 1e+09"},
+      {{"ddp", "--seed", "3"}, "--seed seeds --noise: without it it changes nothing"},
   };
   for (const auto& [args, message] : bench_cases) {
     check_usage_error(with_args({WORKBOOK_BENCH_PROGRAM}, args), message, Stdout::kEmpty, without_gpus());

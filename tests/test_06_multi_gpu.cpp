@@ -217,6 +217,7 @@ TEST_CASE("lesson programs: usage errors are exit 2 with a one-line reason") {
       {{"topology"}, "topology"},
       {{"--repeats", "0"}, "--repeats must be at least 1, got 0"},
       {{"ddp", "--nccl-nonblocking", "--gpus", "1"}, "--gpus is for dp"},
+      {{"--seed", "3"}, "--seed seeds --noise: without it it changes nothing"},
   };
   for (const char* program : {WORKBOOK_PROGRAM, WORKBOOK_OTHER_PROGRAM}) {
     for (const auto& [args, message] : cases) {

@@ -83,9 +83,10 @@ RankCommand rank_command(const BenchOptions& o, const regression::Config& c, con
   if (access(r.program.c_str(), X_OK) != 0) throw std::runtime_error(r.program + ": the lesson program is not there: build it");
   r.args.insert(r.args.end(), {"--device", std::to_string(o.common.device), "--points", std::to_string(c.points),
                                "--epochs", std::to_string(c.epochs), "--lr", format("%.17g", c.lr),
-                               "--noise", format("%.17g", c.noise), "--seed", std::to_string(c.seed),
-                               "--repeats", std::to_string(o.repeats), "--timeout-s", std::to_string(o.timeout_s),
-                               "--reference-max", std::to_string(o.reference_max), "--json", json});
+                               "--noise", format("%.17g", c.noise), "--repeats", std::to_string(o.repeats),
+                               "--timeout-s", std::to_string(o.timeout_s), "--reference-max",
+                               std::to_string(o.reference_max), "--json", json});
+  if (c.noise > 0.0) r.args.insert(r.args.end(), {"--seed", std::to_string(c.seed)});  // else a rank refuses it
   if (o.nccl_nonblocking) r.args.emplace_back("--nccl-nonblocking");
   if (o.on_chip) r.args.emplace_back("--on-chip");
   return r;

@@ -24,6 +24,7 @@
 #include "nccl_check.h"
 #include "program.h"
 #include "provenance.h"
+#include "regression_cli.h"
 #include "support/rank_environment.h"
 #include "stop_signals.h"
 #include "table.h"
@@ -128,6 +129,7 @@ std::optional<int> parse_options(int argc, char** argv, BenchOptions& o) {
   // 0 is the default's "10x --timeout-s"; given, a bound must be one.
   if (app.count("--launch-timeout-s") > 0) require_positive("--launch-timeout-s", o.launch_timeout_s);
   validate(o);
+  regression::refuse_idle_seed(app, o.config);
   o.parts.exchange_rank = parts.exchange_rank->parsed();
   if (o.parts.exchange_rank) return std::nullopt;
   require_flags_used(app);

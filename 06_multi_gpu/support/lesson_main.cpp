@@ -48,6 +48,7 @@ std::optional<int> parse_options(int argc, char** argv, LessonOptions& o, const 
   if (o.common.quick && app.count("--timeout-s") == 0) o.timeout_s = 60.0;  // sanitizers slow everything down
   o.config.lr = effective_lr(app.count("--lr") ? std::optional<double>(o.config.lr) : std::nullopt, o.config.points);
   regression::validate(o.config);
+  regression::refuse_idle_seed(app, o.config);
   if (app.count("--gpus") > 0) require_at_least("--gpus", o.gpus, 1);  // left out: every GPU
   require_at_least("--repeats", o.repeats, 1);
   require_positive("--timeout-s", o.timeout_s);
