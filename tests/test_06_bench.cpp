@@ -204,12 +204,18 @@ TEST_CASE("bench exchange: every way's sums exact on 2 GPUs, every epoch checked
   const nlohmann::json j = run_json(WORKBOOK_BENCH_PROGRAM, {"exchange", "--quick", "--gpus", "2", "--gpu-counts", "2"});
   CHECK(j["passed"] == true);
   // Six ways in one process (nccl, nccl_symmetric, one_shot launched, graphed and in one kernel,
-  // an empty kernel), then one_shot with one process per GPU (mailboxes over CUDA IPC).
-  REQUIRE(j["exchange"]["alone"].size() == 7);
+  // an empty kernel), then three with one process per GPU, each a CUDA graph: one_shot (mailboxes
+  // over CUDA IPC), nccl and nccl_symmetric (NCCL_GRAPH_MIXING_SUPPORT=0).
+  REQUIRE(j["exchange"]["alone"].size() == 9);
   CHECK(j["exchange"]["alone"][4]["launch"] == "one_kernel");
   CHECK(j["exchange"]["alone"][5]["exchange"] == "none");
-  CHECK(j["exchange"]["alone"][6]["form"] == "ddp");
+  for (int k = 6; k < 9; ++k) {
+    CHECK(j["exchange"]["alone"][k]["form"] == "ddp");
+    CHECK(j["exchange"]["alone"][k]["launch"] == "graph");
+  }
   CHECK(j["exchange"]["alone"][6]["exchange"] == "one_shot");
+  CHECK(j["exchange"]["alone"][7]["exchange"] == "nccl");
+  CHECK(j["exchange"]["alone"][8]["exchange"] == "nccl_symmetric");
   for (const auto& row : j["exchange"]["alone"]) {
     CAPTURE(row.dump());
     CHECK(row["correct"] == true);

@@ -17,6 +17,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -33,20 +34,20 @@ using Options = BenchOptions;
 
 constexpr const char* kExchanges[] = {"nccl", "nccl_symmetric", "one_shot"};  // training_ways.h
 
-// The one-shot exchange alone in the DDP form: `n` ranks of this program's `exchange-rank`, each
-// timing its own GPU (measure_one_shot_rank) into a JSON file of its own; the slowest rank's
-// median is the row's.
+// The exchange alone in the DDP form: `n` ranks of this program's `exchange-rank --exchange X`, each
+// timing its own GPU (measure_one_shot_rank, measure_nccl_rank) into a JSON file of its own; the
+// slowest rank's median is the row's.
 struct RanksOutcome {
   std::optional<ExchangeRow> row;  // when every rank reported
   std::string failure;             // else why not, in one line
   int stop_signal = 0;
 };
 
-RanksOutcome one_shot_over_ranks(const Options& o, int n) {
+RanksOutcome exchange_over_ranks(const Options& o, int n, const std::string& exchange) {
   const LaunchTicket ticket = new_launch_ticket("exchange");
   const std::string& base = ticket.json_path;  // each rank writes base.<rank>
   const std::vector<std::string> args = {
-      "exchange-rank", "--device", std::to_string(o.common.device), "--timeout-s", std::to_string(o.timeout_s),
+      "exchange-rank", "--exchange", exchange, "--device", std::to_string(o.common.device), "--timeout-s", std::to_string(o.timeout_s),
       "--iterations", std::to_string(o.allreduce.iterations), "--batches", std::to_string(o.allreduce.batches),
       "--warmup", std::to_string(o.allreduce.warmup), "--json", base};
   std::ostringstream log;
@@ -73,7 +74,9 @@ RanksOutcome one_shot_over_ranks(const Options& o, int n) {
       continue;
     }
     ExchangeRow mine;
-    mine.exchange = mine.used = exchange_name(ExchangeKind::kOneShot);
+    mine.exchange = exchange;
+    mine.used = row->value("used", exchange);
+    mine.note = row->value("note", "");
     mine.launch = form_name(ExchangeForm::kGraphed);
     mine.gpus = n;
     mine.correct = (*row)["correct"].get<bool>();
@@ -96,22 +99,31 @@ RanksOutcome one_shot_over_ranks(const Options& o, int n) {
 
 }  // namespace
 
-// One rank of one_shot_over_ranks, started by its launcher.
+// One rank of exchange_over_ranks, started by its launcher.
 int run_exchange_rank(const Options& o) {
   const auto me = worker_identity_from_environment(&process_environment);
   if (!me) throw UsageError("exchange-rank is one rank of `multi_gpu_bench exchange`, which starts it");
   const GpuAvailability gpus = probe_gpus();
   if (!gpus.available()) throw NoGpuError(gpus.reason);
   CUDA_CHECK(cudaSetDevice(device_for_local_rank(me->local_rank, o.common.device, gpus.device_count)));
+  // Before NCCL reads its environment (its first call, below): a user's own setting is kept.
+  setenv("NCCL_GRAPH_MIXING_SUPPORT", "0", /*overwrite=*/0);
   ControlChannel control(me->control_fd, me->heartbeat_fd);
   const Watch watch{o.timeout_s, &control, "rank " + std::to_string(me->rank)};
   Communicator comm = Communicator::init_rank(decode_unique_id(me->nccl_id_hex), me->world_size, me->rank, watch);
-  const ExchangeRow row = measure_one_shot_rank(comm, watch, me->rank, me->world_size, o.allreduce);
+  const ExchangeKind kind = parse_exchange(o.exchange);
+  const ExchangeRow row = kind == ExchangeKind::kOneShot
+                              ? measure_one_shot_rank(comm, watch, me->rank, me->world_size, o.allreduce)
+                              : measure_nccl_rank(comm, watch, me->rank, me->world_size, o.allreduce,
+                                                  kind == ExchangeKind::kNcclSymmetric);
   comm.finalize(watch);
+  const char* mixing = std::getenv("NCCL_GRAPH_MIXING_SUPPORT");
   Report report("multi_gpu_bench", o.common.json ? std::optional<std::string>(*o.common.json + "." +
                                                                               std::to_string(me->rank))
                                                  : std::nullopt);
-  report.json()["exchange_rank"] = {{"rank", me->rank}, {"time_us", timing(row.time_us)}, {"correct", row.correct}};
+  report.json()["exchange_rank"] = {{"rank", me->rank}, {"time_us", timing(row.time_us)}, {"correct", row.correct},
+                                    {"used", row.used}, {"note", row.note},
+                                    {"graph_mixing", mixing != nullptr ? mixing : ""}};
   report.check(row.correct, "exchange-rank: wrong sums");
   return report.finish();
 }
@@ -137,8 +149,9 @@ int run_exchange_alone(const Options& o, const std::vector<int>& devices, const 
   out << "-- alone (GPU time per exchange: the slowest GPU's, median of " << o.allreduce.batches << " batches of "
       << o.allreduce.iterations << "). dp: one process, each GPU's batch queued behind a latch; launch: launched (one "
       << "call per exchange), graph (the batch replayed as a CUDA graph), one_kernel (the batch inside one kernel); "
-      << "exchange none: an empty kernel, the launch alone. ddp: one process per GPU (mailboxes over CUDA IPC), each "
-      << "rank replaying its graph behind an all-reduce that lines the ranks up:\n"
+      << "exchange none: an empty kernel, the launch alone. ddp: one process per GPU, each rank replaying its graph: "
+      << "one_shot (mailboxes over CUDA IPC) behind an all-reduce that lines the ranks up, NCCL (NCCL_GRAPH_MIXING_"
+      << "SUPPORT=0) right behind one replay that does:\n"
       << "  GPUs  form  exchange        ran           launch       time us   min us   max us  runs   sums\n";
   nlohmann::json rows = nlohmann::json::array();
   struct Way {
@@ -155,18 +168,20 @@ int run_exchange_alone(const Options& o, const std::vector<int>& devices, const 
     }
   }
   for (int n : counts) {
-    const RanksOutcome r = one_shot_over_ranks(o, n);
-    if (r.stop_signal != 0) {
-      report.json()["exchange"]["alone"] = rows;
-      report.check(false, "exchange: stopped by signal " + std::to_string(r.stop_signal));
-      return r.stop_signal;
+    for (const char* exchange : {"one_shot", "nccl", "nccl_symmetric"}) {
+      const RanksOutcome r = exchange_over_ranks(o, n, exchange);
+      if (r.stop_signal != 0) {
+        report.json()["exchange"]["alone"] = rows;
+        report.check(false, "exchange: stopped by signal " + std::to_string(r.stop_signal));
+        return r.stop_signal;
+      }
+      if (!r.row) {
+        out << format("%6d   ddp  %-16sFAILED: %s\n", n, exchange, r.failure.c_str());
+        report.check(false, std::string("exchange: ") + exchange + " over " + std::to_string(n) + " ranks: " + r.failure);
+        continue;
+      }
+      exchange_alone_row(*r.row, "ddp", report, rows);
     }
-    if (!r.row) {
-      out << format("%6d   ddp  one_shot        FAILED: %s\n", n, r.failure.c_str());
-      report.check(false, "exchange: one_shot over " + std::to_string(n) + " ranks: " + r.failure);
-      continue;
-    }
-    exchange_alone_row(*r.row, "ddp", report, rows);
   }
   report.json()["exchange"]["alone"] = rows;
   return 0;

@@ -78,7 +78,7 @@ BenchParts add_bench_options(CLI::App& app, BenchOptions& o) {
   parts.exchange = app.add_subcommand("exchange", "the epoch's 12-byte exchange three ways: alone, and in the epoch");
   parts.scaling = app.add_subcommand("scaling", "strong and weak scaling over 1, 2, 4 GPUs");
   // Not for a reader: exchange's launcher starts one per GPU, as ddp's starts `multi_gpu ddp`.
-  parts.exchange_rank = app.add_subcommand("exchange-rank", "one rank of exchange's one-shot, one process per GPU")
+  parts.exchange_rank = app.add_subcommand("exchange-rank", "one rank of exchange's DDP form, one process per GPU")
                             ->group("");
   return parts;
 }

@@ -56,7 +56,7 @@ struct BenchOptions {
   // The parts to run, from the subcommand named (none named: all five; exchange_rank: that alone).
   struct Parts {
     bool topology = false, allreduce = false, ddp = false, exchange = false, scaling = false;
-    bool exchange_rank = false;  // hidden: one rank of exchange's one-shot in the DDP form
+    bool exchange_rank = false;  // hidden: one rank of exchange's DDP form (--exchange)
   } parts;
 };
 
@@ -67,7 +67,7 @@ struct BenchParts {
   CLI::App* ddp = nullptr;
   CLI::App* exchange = nullptr;
   CLI::App* scaling = nullptr;
-  CLI::App* exchange_rank = nullptr;  // hidden: one rank of exchange's one-shot in the DDP form
+  CLI::App* exchange_rank = nullptr;  // hidden: one rank of exchange's DDP form (--exchange)
 };
 
 BenchParts add_bench_options(CLI::App& app, BenchOptions& o);

@@ -29,7 +29,7 @@ void run_allreduce(const BenchOptions& o, const std::vector<int>& devices, Repor
 int run_ddp_launcher(const BenchOptions& o, const std::vector<int>& devices, Report& report);
 int run_scaling(const BenchOptions& o, const std::vector<int>& devices, Report& report);
 int run_exchange(const BenchOptions& o, const std::vector<int>& devices, Report& report);
-int run_exchange_rank(const BenchOptions& o);  // one rank of exchange's one-shot in the DDP form
+int run_exchange_rank(const BenchOptions& o);  // one rank of exchange's DDP form (--exchange)
 
 // Asks every device of the run for `need` before anything is allocated on any of them.
 void require_memory_on_each(const std::vector<int>& devices, const std::string& what, const ByteCount& need);

@@ -7,6 +7,7 @@
 #include "nccl_check.h"
 #include "nvtx.h"
 #include "one_shot_exchange.h"
+#include "symmetric_windows.h"
 
 #include <nccl.h>
 
@@ -250,6 +251,55 @@ ExchangeRow measure_one_shot_rank(Communicator& comm, const Watch& watch, int ra
             watch);
   done.record(st);
   comm.wait_event(done.get(), "the last meeting", watch);
+  row.time_us = summarize(std::move(us));
+  return row;
+}
+
+ExchangeRow measure_nccl_rank(Communicator& comm, const Watch& watch, int rank, int world, AllreduceTiming timing,
+                              bool symmetric) {
+  NvtxRange range("NCCL exchange alone, one rank, CUDA graph");
+  Stream stream;
+  const cudaStream_t st = stream.get();
+  DeviceBuffer<float> own(3);
+  SymmetricWindows windows;  // closed below, before the caller's communicator finalizes
+  if (symmetric) windows = SymmetricWindows::register_rank(comm, st, watch);
+  float* sums = windows.active() ? windows.buffer(0) : own.data();
+  ExchangeRow row;
+  row.exchange = exchange_name(symmetric ? ExchangeKind::kNcclSymmetric : ExchangeKind::kNccl);
+  row.used = exchange_name(windows.active() ? ExchangeKind::kNcclSymmetric : ExchangeKind::kNccl);
+  row.note = windows.note();
+  row.launch = form_name(ExchangeForm::kGraphed);
+  row.gpus = world;
+  float input[3];
+  input_sums(rank, input);
+  CUDA_CHECK(cudaMemcpy(sums, input, sizeof input, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaDeviceSynchronize());  // a pageable copy may return before its DMA is done
+  Event done, start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
+  comm.call(ncclAllReduce(sums, sums, 3, ncclFloat, ncclSum, comm.get(), st), "the checked exchange", watch);
+  done.record(st);
+  comm.wait_event(done.get(), "the checked exchange", watch);
+  float got[3] = {0, 0, 0};
+  CUDA_CHECK(cudaMemcpy(got, sums, sizeof got, cudaMemcpyDeviceToHost));
+  row.correct = holds_sums(got, world, rank, true);
+
+  std::unique_ptr<GraphExec> replay;
+  {
+    StreamCapture capture(st);
+    for (int i = 0; i < timing.iterations; ++i) {
+      comm.call(ncclAllReduce(sums, sums, 3, ncclFloat, ncclSum, comm.get(), st), "a captured all-reduce", watch);
+    }
+    replay = std::make_unique<GraphExec>(capture.end());
+  }
+  std::vector<double> us;
+  for (int b = 0; b < timing.warmup + timing.batches; ++b) {
+    replay->launch(st);  // lines the ranks up: its last all-reduce ends on every rank at once
+    start.record(st);
+    replay->launch(st);
+    stop.record(st);
+    comm.wait_event(stop.get(), "the exchanges", watch);
+    if (b >= timing.warmup) us.push_back(1e3 * elapsed_ms(start, stop) / timing.iterations);
+  }
+  windows.close();
   row.time_us = summarize(std::move(us));
   return row;
 }

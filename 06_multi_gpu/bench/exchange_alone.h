@@ -109,4 +109,13 @@ ExchangeRow measure_exchange(const std::vector<int>& devices, const std::string&
 ExchangeRow measure_one_shot_rank(Communicator& comm, const Watch& watch, int rank, int world,
                                   AllreduceTiming timing);
 
+// NCCL at its best for 12 bytes, as NVIDIA measures its symmetric kernels: one process per GPU,
+// `iterations` ncclAllReduce calls captured once as a CUDA graph (on symmetric windows when
+// `symmetric` and NCCL accepts them), each sample one replay right behind another, which lines the
+// ranks up (its last all-reduce ends within microseconds on every rank). Run it with
+// NCCL_GRAPH_MIXING_SUPPORT=0 (run_exchange_rank sets it): no graph then shares the communicator
+// with a launch still in flight. Checked first (the exact sums); the row holds this rank's time.
+ExchangeRow measure_nccl_rank(Communicator& comm, const Watch& watch, int rank, int world, AllreduceTiming timing,
+                              bool symmetric);
+
 }  // namespace workbook::multi_gpu
