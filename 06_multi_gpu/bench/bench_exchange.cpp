@@ -132,7 +132,7 @@ namespace {
 
 // One printed row of the exchange alone, and its JSON.
 void exchange_alone_row(const ExchangeRow& r, const char* form, Report& report, nlohmann::json& rows) {
-  report.out() << format("%6d%6s  %-16s%-14s%-12s%9.2f%9.2f%9.2f%6zu   %s\n", r.gpus, form, r.exchange.c_str(),
+  report.out() << format("%6d%6s  %-16s%-16s%-12s%9.2f%9.2f%9.2f%6zu   %s\n", r.gpus, form, r.exchange.c_str(),
                          r.used.c_str(), r.launch.c_str(), r.time_us.median, r.time_us.min, r.time_us.max,
                          r.time_us.count, r.correct ? "exact" : "WRONG");
   if (!r.note.empty() && r.used != r.exchange) report.out() << "        " << r.note << "\n";
@@ -152,7 +152,7 @@ int run_exchange_alone(const Options& o, const std::vector<int>& devices, const 
       << "exchange none: an empty kernel, the launch alone. ddp: one process per GPU, each rank replaying its graph: "
       << "one_shot (mailboxes over CUDA IPC) behind an all-reduce that lines the ranks up, NCCL (NCCL_GRAPH_MIXING_"
       << "SUPPORT=0) right behind one replay that does:\n"
-      << "  GPUs  form  exchange        ran           launch       time us   min us   max us  runs   sums\n";
+      << "  GPUs  form  exchange        ran             launch       time us   min us   max us  runs   sums\n";
   nlohmann::json rows = nlohmann::json::array();
   struct Way {
     const char* exchange;  // the plug-in's name (exchange_alone.h)
