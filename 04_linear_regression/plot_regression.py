@@ -16,7 +16,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 from provenance import line, record  # noqa: E402  (summary.md's first line)
-from workbook_cli import results_folder_arguments, run, save_figure  # noqa: E402  (usage errors and bad files: one line, exit 2)
+from workbook_cli import results_folder_arguments, run, save_figure, say_figures_written  # noqa: E402  (usage errors and bad files: one line, exit 2)
 
 plt = needs("matplotlib.pyplot")
 
@@ -143,6 +143,7 @@ def main(runs, notes, out):
         f.write(line(record(), markdown=True) + "\n")  # where the table came from, hidden when rendered
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
+    say_figures_written("plot_regression.py")
     return 0
 
 

@@ -16,7 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import results_folder_arguments, run, save_figure  # noqa: E402  (usage errors and bad files: one line, exit 2)
+from workbook_cli import results_folder_arguments, run, save_figure, say_figures_written  # noqa: E402  (usage errors and bad files: one line, exit 2)
 
 plt = needs("matplotlib.pyplot")
 
@@ -164,6 +164,7 @@ def main(cuda, torch_rows, fused, pyt, sweep, out):
         if f and n <= 100_000:
             print(f"- {fmt_points(n)} points: fastest variant {f['variant']} {f['us_per_epoch']:.2f} us per epoch "
                   f"(target 2 us: {'met' if f['us_per_epoch'] <= 2 else 'NOT met'})")
+    say_figures_written("plot_fused.py")
 
 
 if __name__ == "__main__":

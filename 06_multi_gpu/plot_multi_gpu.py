@@ -20,7 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import results_folder_arguments, save_figure  # noqa: E402  (usage errors: one line, exit 2)
+from workbook_cli import results_folder_arguments, save_figure, say_figures_written  # noqa: E402  (usage errors: one line, exit 2)
 
 plt = needs("matplotlib.pyplot")
 
@@ -476,6 +476,7 @@ def main():
     mpi_part(results, lines)
     fault_part(results, lines)
     print("\n".join(lines))
+    say_figures_written("plot_multi_gpu.py")
 
 
 if __name__ == "__main__":

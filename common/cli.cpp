@@ -101,7 +101,7 @@ void refuse_values_for_flags(const CLI::App& app, int argc, char** argv) {
 // CLI11's words for the common mistakes, in the workbook's: "unexpected arguments: --bogus x" for
 // "The following arguments were not expected: x --bogus" (CLI11 lists them last first); "--lr:
 // 'abc' is not a number" for "Could not convert: --lr = abc" ("not a whole number" for 1.5, "out
-// of range" for an integer too large); "--device needs a value" for "--device: 1 required DEVICE
+// of range" for an integer too large, "not a number here (K, M and G are for sizes...)" for 1K); "--device needs a value" for "--device: 1 required DEVICE
 // missing". Anything else is CLI11's message as it is.
 std::string usage_message(const CLI::ParseError& e) {
   const std::string text = e.what();
@@ -121,6 +121,9 @@ std::string usage_message(const CLI::ParseError& e) {
       const std::string flag = text.substr(prefix.size(), equals - prefix.size());
       const std::string value = text.substr(equals + 3);
       if (std::regex_match(value, std::regex("-?[0-9]+"))) return flag + ": " + value + " is out of range";
+      if (std::regex_match(value, std::regex("[0-9]*\\.?[0-9]+[KMG]"))) {
+        return flag + ": '" + value + "' is not a number here (K, M and G are for sizes, such as --points 5M)";
+      }
       char* end = nullptr;
       const bool decimal = !value.empty() && (std::strtod(value.c_str(), &end), *end == '\0');
       return flag + ": '" + value + "' is not a " + (decimal ? "whole number" : "number");

@@ -477,9 +477,16 @@ _DECIMAL = re.compile(r"[+-]?(0|[1-9][0-9]*)?(\.[0-9]*)?([eE][+-]?[0-9]+)?")
 INT_MAX = 2**31 - 1  # a C++ int: what the programs' count flags hold (CLI11: "out of range" above)
 
 
+# "1K", "5M": a size, which only the size flags take (parse_size); elsewhere the refusal says so.
+_SIZE_SHAPED = re.compile(r"[0-9]*\.?[0-9]+[KMG]")
+SIZES_ONLY = "K, M and G are for sizes, such as --points 5M"
+
+
 def parse_integer(flag, text, maximum=INT_MAX):
     """A whole number, with an optional minus sign, that fits the C++ program's type (an int unless
     `maximum` says otherwise): the range check after parsing says what is allowed."""
+    if _SIZE_SHAPED.fullmatch(text):
+        raise UsageError(f"{flag}: '{text}' is not a number here ({SIZES_ONLY})")
     if not _decimal_digits(text[1:] if text.startswith(("-", "+")) else text):
         raise UsageError(f"{flag}: '{text}' is not a whole number (decimal, without leading zeros)")
     if not -maximum - 1 <= int(text) <= maximum:
@@ -489,6 +496,8 @@ def parse_integer(flag, text, maximum=INT_MAX):
 
 def parse_number(flag, text):
     """A real number ("0.01", "1e-3"); the range check says what is allowed."""
+    if _SIZE_SHAPED.fullmatch(text):
+        raise UsageError(f"{flag}: '{text}' is not a number here ({SIZES_ONLY})")
     if not _DECIMAL.fullmatch(text) or not any(c.isdigit() for c in text.split("e")[0].split("E")[0]):
         raise UsageError(f"{flag}: '{text}' is not a decimal number")
     return float(text)
@@ -594,6 +603,9 @@ def write_json(target, result):
             f.write(text)
 
 
+_FIGURES_WRITTEN = []  # by save_figure, for say_figures_written
+
+
 def save_figure(fig, path, dpi=120):
     """fig.savefig, with the provenance line (common/provenance.py) in the file's metadata where the
     format keeps text (PNG and SVG "Description", PDF "Subject"): a figure, like every result,
@@ -601,6 +613,21 @@ def save_figure(fig, path, dpi=120):
     from provenance import line, record
     key = {".png": "Description", ".svg": "Description", ".pdf": "Subject"}.get(os.path.splitext(path)[1].lower())
     fig.savefig(path, dpi=dpi, metadata={key: line(record())[2:]} if key else None)
+    _FIGURES_WRITTEN.append(path)
+
+
+def say_figures_written(program):
+    """One line on stderr naming the figures this run wrote, and where: a script that reads a
+    results folder writes several, into a folder the reader may not have named (its default)."""
+    if not _FIGURES_WRITTEN:
+        print(f"{program}: no figure written (nothing in the results to plot)", file=sys.stderr)
+        return
+    def shown(folder):  # relative to where the reader is, when it lies below
+        relative = os.path.relpath(folder or ".")
+        return folder if relative.startswith("..") else relative
+    folders = sorted({shown(os.path.dirname(p)) for p in _FIGURES_WRITTEN})
+    names = ", ".join(os.path.basename(p) for p in _FIGURES_WRITTEN)
+    print(f"{program}: wrote {names} into {', '.join(folders)}", file=sys.stderr)
 
 
 def run(main):

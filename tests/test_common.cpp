@@ -300,6 +300,9 @@ TEST_CASE("common flags parse, and bad ones map to exit code 2") {
     CHECK_THAT(captured.err.str(), StartsWith("error: --count: '1.5' is not a whole number (see prog --help)"));
     CHECK(parse(app, {"--rate", "abc"}) == kExitUsage);
     CHECK_THAT(captured.err.str(), ContainsSubstring("error: --rate: 'abc' is not a number"));
+    CHECK(parse(app, {"--count", "1K"}) == kExitUsage);  // a size where a plain number goes
+    CHECK_THAT(captured.err.str(),
+               ContainsSubstring("error: --count: '1K' is not a number here (K, M and G are for sizes, such as --points 5M)"));
     CHECK(parse(app, {"--rate"}) == kExitUsage);
     CHECK_THAT(captured.err.str(), ContainsSubstring("error: --rate needs a value"));
     CHECK(parse(app, {"--bogus", "x"}) == kExitUsage);
