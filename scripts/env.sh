@@ -37,5 +37,18 @@ workbook_build() {
   fi
   grep -E '^-- workbook:' "$log" || true
   rm -f "$log"
-  cmake --build --preset default
+  # On a terminal ninja redraws one progress line. Into a log or a pipe it writes one line per step
+  # (over 200): there only every 25th step, the last, and whatever else is printed (a compiler's
+  # message, FAILED) are kept.
+  if [[ -t 1 ]]; then
+    cmake --build --preset default
+    return
+  fi
+  local interactive=()  # mawk reads its input in large blocks unless told to go line by line
+  awk -W version 2>&1 | grep -qi mawk && interactive=(-W interactive)
+  cmake --build --preset default 2>&1 |
+    awk "${interactive[@]}" '/^\[[0-9]+\/[0-9]+\] / { last = $0; if (++steps % 25) next; last = "" }
+                             { print; fflush() }
+                             END { if (last != "") print last }'
+  return "${PIPESTATUS[0]}"
 }
