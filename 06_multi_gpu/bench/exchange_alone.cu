@@ -158,6 +158,26 @@ Stats time_batches(const ExchangePlugin& x, std::vector<ExchangeLane>& lanes, Ba
   return summarize(std::move(us));
 }
 
+// The rank's three input sums into `sums`, on the GPU before any exchange reads them.
+void load_input_sums(float* sums, int rank) {
+  float input[3];
+  input_sums(rank, input);
+  CUDA_CHECK(cudaMemcpy(sums, input, sizeof input, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaDeviceSynchronize());  // a pageable copy may return before its DMA is done
+}
+
+// After one exchange queued on `st`: waits for it (through the communicator's watch, so that a
+// rank that never comes is an error, not a hang), reads the sums back and checks them exactly.
+bool exchanged_sums_hold(const float* sums, int world, int rank, cudaStream_t st, Communicator& comm,
+                         const Watch& watch) {
+  Event done;
+  done.record(st);
+  comm.wait_event(done.get(), "the checked exchange", watch);
+  float got[3] = {0, 0, 0};
+  CUDA_CHECK(cudaMemcpy(got, sums, sizeof got, cudaMemcpyDeviceToHost));
+  return holds_sums(got, world, rank, true);
+}
+
 }  // namespace
 
 const char* form_name(ExchangeForm form) {
@@ -196,11 +216,8 @@ ExchangeRow measure_one_shot_rank(Communicator& comm, const Watch& watch, int ra
   Stream stream;
   const cudaStream_t st = stream.get();
   DeviceBuffer<float> sums(3), start_line(1);
-  float input[3];
-  input_sums(rank, input);
-  CUDA_CHECK(cudaMemcpy(sums.data(), input, sizeof input, cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemset(start_line.data(), 0, start_line.bytes()));
-  CUDA_CHECK(cudaDeviceSynchronize());  // a pageable copy may return before its DMA is done
+  load_input_sums(sums.data(), rank);
   // Its waits give up a little before the host's, so that the error names the rank that never came.
   OneShotMailbox mailbox(world, rank, 0.9 * watch.timeout_s);
   comm.watch_exchange([&mailbox] { mailbox.abort(); }, [&mailbox] { return mailbox.failure(0); });
@@ -222,11 +239,7 @@ ExchangeRow measure_one_shot_rank(Communicator& comm, const Watch& watch, int ra
   row.launch = form_name(ExchangeForm::kGraphed);
   row.gpus = world;
   launch_one_shot_exchange(sums.data(), sums.data(), mailbox, st);  // the check: k * n(n+1)/2, exactly
-  done.record(st);
-  comm.wait_event(done.get(), "the checked exchange", watch);
-  float got[3] = {0, 0, 0};
-  CUDA_CHECK(cudaMemcpy(got, sums.data(), sizeof got, cudaMemcpyDeviceToHost));
-  row.correct = holds_sums(got, world, rank, true);
+  row.correct = exchanged_sums_hold(sums.data(), world, rank, st, comm, watch);
 
   std::unique_ptr<GraphExec> replay;
   {
@@ -270,17 +283,10 @@ ExchangeRow measure_nccl_rank(Communicator& comm, const Watch& watch, int rank, 
   row.note = windows.note();
   row.launch = form_name(ExchangeForm::kGraphed);
   row.gpus = world;
-  float input[3];
-  input_sums(rank, input);
-  CUDA_CHECK(cudaMemcpy(sums, input, sizeof input, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaDeviceSynchronize());  // a pageable copy may return before its DMA is done
-  Event done, start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
+  load_input_sums(sums, rank);
+  Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
   comm.call(ncclAllReduce(sums, sums, 3, ncclFloat, ncclSum, comm.get(), st), "the checked exchange", watch);
-  done.record(st);
-  comm.wait_event(done.get(), "the checked exchange", watch);
-  float got[3] = {0, 0, 0};
-  CUDA_CHECK(cudaMemcpy(got, sums, sizeof got, cudaMemcpyDeviceToHost));
-  row.correct = holds_sums(got, world, rank, true);
+  row.correct = exchanged_sums_hold(sums, world, rank, st, comm, watch);
 
   std::unique_ptr<GraphExec> replay;
   {

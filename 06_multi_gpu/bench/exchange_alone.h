@@ -48,8 +48,9 @@ class ExchangePlugin {
   virtual ~ExchangePlugin() = default;
   // Connects the lanes' GPUs (communicators, windows, mailboxes); may point lane.sums elsewhere.
   virtual void connect(std::vector<ExchangeLane>& lanes) = 0;
-  // Queues one exchange on every lane's stream (each launch with its lane's device current).
-  virtual void enqueue(std::vector<ExchangeLane>& lanes) = 0;
+  // Queues one exchange on every lane's stream (each launch with its lane's device current). The
+  // default, for a per_lane plug-in: enqueue_lane on each lane in turn.
+  virtual void enqueue(std::vector<ExchangeLane>& lanes);
   // Whether one lane's part can be queued alone (then a batch can be captured as a graph per GPU),
   // and queues it, with the lane's device current (nothing else: it may be inside a capture).
   virtual bool per_lane() const { return false; }

@@ -14,6 +14,13 @@
 
 namespace workbook::multi_gpu {
 
+void ExchangePlugin::enqueue(std::vector<ExchangeLane>& lanes) {
+  for (ExchangeLane& lane : lanes) {
+    CUDA_CHECK(cudaSetDevice(lane.device));
+    enqueue_lane(lane);
+  }
+}
+
 void ExchangePlugin::enqueue_lane(ExchangeLane&) {
   throw std::logic_error("this exchange is one call over every GPU: it cannot be queued per GPU");
 }
@@ -98,12 +105,6 @@ class OneShotExchange : public ExchangePlugin {
     }
     for (auto& box : mailboxes_) box->connect(slots);
   }
-  void enqueue(std::vector<ExchangeLane>& lanes) override {
-    for (ExchangeLane& lane : lanes) {
-      CUDA_CHECK(cudaSetDevice(lane.device));
-      enqueue_lane(lane);
-    }
-  }
   bool per_lane() const override { return true; }
   void enqueue_lane(ExchangeLane& lane) override {
     launch_one_shot_exchange(lane.sums, lane.sums, box(lane), lane.stream->get());
@@ -131,12 +132,6 @@ __global__ void empty_kernel() {}
 class NoExchange : public ExchangePlugin {
  public:
   void connect(std::vector<ExchangeLane>&) override {}
-  void enqueue(std::vector<ExchangeLane>& lanes) override {
-    for (ExchangeLane& lane : lanes) {
-      CUDA_CHECK(cudaSetDevice(lane.device));
-      enqueue_lane(lane);
-    }
-  }
   bool per_lane() const override { return true; }
   void enqueue_lane(ExchangeLane& lane) override {
     empty_kernel<<<1, 32, 0, lane.stream->get()>>>();
