@@ -7,9 +7,11 @@
 #   build      configure and build everything for this machine's GPUs, in build-regen/build
 #   01 .. 05   the chapter's benchmark.sh on the first GPU (CUDA_VISIBLE_DEVICES=0)
 #   06         06_multi_gpu/benchmark.sh on every GPU (its runs on 1, 2 and 4 of them are its own)
+#   06:A,B,..  a part of it, benchmark.sh's own steps A, B (e.g. 06:topology,allreduce,dp), so that
+#              06 fits calls of ten minutes; 06 is done once each of its steps has passed
 #   tests      ctest, every label but sanitize; tests-sanitize: the compute-sanitizer cases
-#   install    each chapter's results/ replaced by what this run wrote, then the READMEs' figures
-#              regenerated from it (scripts/docs.sh write)
+#   install    each chapter this run measured has its results/ replaced by what the run wrote (the
+#              others keep theirs), then the READMEs' figures regenerated (scripts/docs.sh write)
 # The measuring steps write into build-regen/staged/<chapter>/, never into the tree, so the tree
 # stays clean until install. Test logs go to test-logs/<run>/ (ctest's, compute-sanitizer's).
 #
@@ -17,20 +19,29 @@
 # runs ten minutes at a time, so the run can stop between steps and go on: --resume skips the
 # steps already done by a run of the same commit (build-regen/run.txt says which), and refuses to
 # mix commits. Every program and script records the run's name (WORKBOOK_RUN, e.g.
-# 2026-11-28_4xH100-80GB-HBM3) in its results' provenance, and the READMEs check that a chapter's
-# figures come from one run. Exit 0 when every step asked for passed; 1 when one failed (the run
-# goes on with the next); 2 bad usage; 77 without a GPU.
+# 2026-11-28_4xH100-80GB-HBM3; a second run of another commit on the same day and kind of machine
+# is 2026-11-28_4xH100-80GB-HBM3_2) in its results' provenance, and the READMEs check that a
+# chapter's figures come from one run. Exit 0 when every step asked for passed; 1 when one failed
+# (the run goes on with the next); 2 bad usage; 77 without a GPU.
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$workbook_root"
 readonly all_steps=(build 01 02 03 04 05 06 tests tests-sanitize install)
-usage="usage: scripts/regenerate.sh [--resume] [STEP...] (steps: ${all_steps[*]})"
+usage="usage: scripts/regenerate.sh [--resume] [STEP...] (steps: ${all_steps[*]}, or 06:A,B,... for some of 06's)"
+# 06's benchmark.sh takes some of its steps at a time (its all_steps line lists them).
+readonly steps_06=$(sed -n 's/^all_steps=//p' 06_multi_gpu/benchmark.sh 2>/dev/null)
 resume=0
 steps=()
 for arg in "$@"; do
   case $arg in
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --resume) resume=1 ;;
+    06:*)
+      for part in $(tr ',' ' ' <<<"${arg#06:}"); do
+        if [[ ,$steps_06, != *",$part,"* ]]; then echo "error: no step '$part' in 06_multi_gpu/benchmark.sh (its steps: $steps_06)" >&2; exit 2; fi
+      done
+      [[ ${arg#06:} =~ ^[a-z_]+(,[a-z_]+)*$ ]] || { echo "error: '$arg': 06: takes a comma list of benchmark.sh's steps ($usage)" >&2; exit 2; }
+      steps+=("$arg") ;;
     *) if [[ " ${all_steps[*]} " != *" $arg "* ]]; then echo "error: no step '$arg' ($usage)" >&2; exit 2; fi
        steps+=("$arg") ;;
   esac
@@ -56,8 +67,10 @@ fi
 ((needs_gpu)) || resume=1
 if ((resume)) && [[ -f $work/run.txt ]]; then
   read -r run run_commit <"$work/run.txt"
-  if ((needs_gpu)) && [[ ${run#*_} != "$(workbook_machine_name)" ]]; then
-    echo "error: run $run was made on ${run#*_}, and this machine is $(workbook_machine_name): one run, one machine; start again without --resume" >&2
+  run_machine=${run#*_}
+  run_machine=${run_machine%%_*}  # without a second run's number
+  if ((needs_gpu)) && [[ $run_machine != "$(workbook_machine_name)" ]]; then
+    echo "error: run $run was made on $run_machine, and this machine is $(workbook_machine_name): one run, one machine; start again without --resume" >&2
     exit 2
   fi
   if [[ $run_commit != "$commit" ]] && ((needs_gpu)); then
@@ -77,6 +90,12 @@ else
     exit 2
   fi
   run="$(date -u +%Y-%m-%d)_$(workbook_machine_name)"
+  # A run's name names one commit: a name that committed results or test logs already carry gets
+  # a number.
+  base=$run number=1
+  while git grep -q -F -e "run $run," -- '*/results/*' 'test-logs/*' 2>/dev/null; do
+    number=$((number + 1)) && run=${base}_$number
+  done
   rm -rf "$work" && mkdir -p "$work/done" "$work/staged"
   echo "$run $commit" >"$work/run.txt"
 fi
@@ -102,27 +121,44 @@ run_step() {  # run_step STEP: the step's work; 0 when it passed
       CUDAARCHS=native cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$work/configure.log" 2>&1 &&
         cmake --build "$build" -j "$(nproc)" >"$work/build.log" 2>&1 ||
         { tail -30 "$work/configure.log" "$work/build.log"; return 1; } ;;
-    0[1-5]|06)
-      chapter=$(chapter_dir "$step")
-      rm -rf "$work/staged/$chapter" && mkdir -p "$work/staged/$chapter"
+    0[1-5]|06|06:*)
+      chapter=$(chapter_dir "${step%%:*}")
       local gpus=${CUDA_VISIBLE_DEVICES-$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd,)}
-      [[ $step == 06 ]] || gpus=${gpus%%,*}  # 01-05 on the first GPU; 06 on all of them
-      CUDA_VISIBLE_DEVICES=$gpus "$chapter/benchmark.sh" "$build/$chapter" "$work/staged/$chapter" >"$work/$chapter.log" 2>&1 ||
-        { tail -5 "$work/$chapter.log"; return 1; } ;;
+      [[ $step == 06* ]] || gpus=${gpus%%,*}  # 01-05 on the first GPU; 06 on all of them
+      local parts=${step#06:} log=$work/$chapter.log
+      if [[ $step != 06:* ]]; then
+        parts=""
+        rm -rf "$work/staged/$chapter" "$work"/done/06.*
+      elif ! ls "$work"/done/06.* >/dev/null 2>&1; then
+        rm -rf "$work/staged/$chapter" "$log"  # the first part of 06 in this run
+      fi
+      mkdir -p "$work/staged/$chapter"
+      [[ -n $parts ]] || : >"$log"
+      STEPS=$parts CUDA_VISIBLE_DEVICES=$gpus "$chapter/benchmark.sh" "$build/$chapter" "$work/staged/$chapter" >>"$log" 2>&1 ||
+        { tail -5 "$log"; return 1; }
+      if [[ -n $parts ]]; then  # 06 is done once each of its steps is
+        for part in $(tr ',' ' ' <<<"$parts"); do touch "$work/done/06.$part"; done
+        for part in $(tr ',' ' ' <<<"$steps_06"); do [[ -f $work/done/06.$part ]] || return 0; done
+        touch "$work/done/06"
+      fi ;;
     tests)
       run_tests "$logs/ctest" -LE sanitize ;;
     tests-sanitize)
       run_tests "$logs/ctest_sanitize" -L sanitize ;;
     install)
-      for chapter in [0-9][0-9]_*/; do
-        chapter=${chapter%/}
-        [[ -f $work/done/${chapter:0:2} ]] || { echo "install: step ${chapter:0:2} has not passed in this run: no results of $chapter to install"; return 1; }
-      done
+      local installed=()
       for chapter in [0-9][0-9]_*/; do  # each results/ replaced whole, or not at all
         chapter=${chapter%/}
+        if [[ ! -f $work/done/${chapter:0:2} ]]; then
+          echo "install: $chapter keeps its results/ (step ${chapter:0:2} has not passed in this run)"
+          continue
+        fi
         rm -rf "$chapter/results.new" && cp -r "$work/staged/$chapter" "$chapter/results.new" &&
           rm -rf "$chapter/results" && mv "$chapter/results.new" "$chapter/results" || return 1
+        installed+=("$chapter")
       done
+      ((${#installed[@]})) || { echo "install: no chapter's step has passed in run $run: nothing to install"; return 1; }
+      echo "install: results/ of ${installed[*]} from run $run"
       scripts/docs.sh write || { echo "install: the results are in place, the READMEs not refilled (scripts/docs.sh write)"; return 1; } ;;
   esac
 }
@@ -131,14 +167,20 @@ status=0
 for step in "${steps[@]}"; do
   # A step is done once per run; the build only while its folder is still there (a fresh machine
   # that resumes a run builds again).
-  if [[ -f $work/done/$step && $step != install && ($step != build || -f $build/CMakeCache.txt) ]]; then
+  done_already=0
+  [[ -f $work/done/$step && $step != install && ($step != build || -f $build/CMakeCache.txt) ]] && done_already=1
+  if [[ $step == 06:* ]]; then  # a part of 06: done when each of its steps is
+    done_already=1
+    for part in $(tr ',' ' ' <<<"${step#06:}"); do [[ -f $work/done/06.$part ]] || done_already=0; done
+  fi
+  if ((done_already)); then
     echo "== $step: done earlier in this run"
     continue
   fi
   start=$SECONDS
   echo "== $step"
   if run_step "$step"; then
-    touch "$work/done/$step"
+    [[ $step == 06:* ]] || touch "$work/done/$step"
     echo "   passed after $((SECONDS - start)) s"
   else
     status=1
