@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # benchmark.sh [BUILD_DIR [RESULTS_DIR [STEPS]]]: chapter 06's full measurement on a machine with 1-4
-# GPUs (about 4 minutes on 4 H200s, most of it PyTorch's scaling runs). Steps, in order: topology;
+# GPUs (about 10 minutes on 4 H200s, a third of it PyTorch's runs). Steps, in order: topology;
 # allreduce (8 B..1 GiB on 2, 4, 8 GPUs, those there are); dp (5M points on every GPU: multi_gpu,
 # and by_hand, by hand and on chip, with nn.DataParallel beside) and ddp (5M points on 1, 2, 4
 # ranks, with PyTorch DDP and --nccl-nonblocking beside); mpi (ddp on 2 and 4 ranks started by Open
 # MPI's mpirun, if it is there; a build without MPI refuses); exchange (the epoch's 12 bytes three
-# ways, alone and in the epoch at 5M and 200M points, then training on chip from 1M to 12M points (5M among them)
-# beside chapter 05's sweep of the same sizes; PyTorch's dist.all_reduce and symm_mem
-# one_shot_all_reduce beside, on 2 and 4 GPUs); scaling (strong 5M, 100M; weak 100M
-# per GPU, over 1, 2, 4; PyTorch too); fault (the launcher kills rank 1 of 2 as it trains, with
-# each of the three exchanges and on chip, then stops it); network (the 2-rank ddp run again with
-# NCCL's network transport forced: sockets over loopback, what ranks on two hosts without
-# InfiniBand would use); nccl_tests (all_reduce_perf -b 8 -e 1G -f 8 -n 20 -w 5, when it is
-# installed); exercises (the worked answers' verdicts, exercises.txt); plot (plots and summary.md
-# from whatever RESULTS_DIR holds).
+# ways, alone and in the epoch at 5M and 200M points, then training on chip from 1M to 12M points
+# (5M among them) beside chapter 05's sweep of the same sizes; PyTorch's dist.all_reduce and
+# symm_mem one_shot_all_reduce beside, on 2 and 4 GPUs); scaling (strong 5M, 100M; weak 100M per
+# GPU, over 1, 2, 4, with each exchange; PyTorch too); fault (the launcher kills rank 1 of 2 as it
+# trains, with each of the three exchanges and on chip, then stops it); network (the 2-rank ddp run
+# again with NCCL's network transport forced: sockets over loopback, what ranks on two hosts
+# without InfiniBand would use); nccl_tests (all_reduce_perf from 8 B to 1 GiB in one process, then
+# 8 to 64 bytes one process per GPU as CUDA graphs, on plain buffers and symmetric windows, when it
+# is installed); exercises (the worked answers' verdicts, exercises.txt); plot (plots and
+# summary.md from whatever RESULTS_DIR holds).
 # STEPS (or the STEPS environment variable) is a comma list of those names, default all of them,
 # so that the measurement can be split over two runs into the same RESULTS_DIR, e.g.
 #   benchmark.sh build/06_multi_gpu 06_multi_gpu/results topology,allreduce,nccl_tests,plot
@@ -151,12 +152,30 @@ if step network && (( gpus >= 2 )); then
   NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo \
     "$bench" ddp --nproc 2 --json "$results/ddp_2_network.json" | tee "$results/ddp_2_network.txt" || status=1
 fi
-# NCCL's own test, when it is on this machine (plot_multi_gpu.py otherwise compares with the
-# reference figures it carries; see there).
+# NCCL's own test, all_reduce_perf of nccl-tests, when it is on PATH (README: how to build it):
+# - nccl_tests_<n>gpus.txt: 8 B to 1 GiB in one process (-g n), beside the allreduce step's busbw;
+# - nccl_tests_graph_<n>gpus.txt and nccl_tests_graph_symmetric_<n>gpus.txt: 8 to 64 bytes at
+#   NCCL's best for latency, the setting NVIDIA's small-message figures use: one process per GPU
+#   (mpirun, for a build with MPI; else one thread per GPU), the iterations captured in a CUDA graph
+#   and replayed (-G), NCCL_GRAPH_MIXING_SUPPORT=0; plain buffers, then symmetric windows (-R 2,
+#   where NCCL may choose its symmetric kernels). The exchange step's nccl rows, one process per GPU
+#   as graphs, are the same setting inside this chapter's bench.
 if step nccl_tests && command -v all_reduce_perf >/dev/null; then
+  perf=$(command -v all_reduce_perf)
   for n in 2 4; do
     (( n <= gpus )) || continue
-    stamped "$results/nccl_tests_${n}gpus.txt" timeout 120 all_reduce_perf -b 8 -e 1G -f 8 -n 20 -w 5 -g "$n" >/dev/null || true
+    stamped "$results/nccl_tests_${n}gpus.txt" timeout 120 "$perf" -b 8 -e 1G -f 8 -n 20 -w 5 -g "$n" >/dev/null || status=1
+    if ldd "$perf" | grep -q libmpi && mpirun --version 2>/dev/null | grep -q "Open MPI"; then
+      per_gpu=(mpirun --allow-run-as-root --bind-to none --timeout 120 -x NCCL_NVLS_ENABLE=0
+               -x NCCL_GRAPH_MIXING_SUPPORT=0 -np "$n" "$perf" -g 1)
+    else
+      per_gpu=(timeout 120 "$perf" -t "$n" -g 1)
+    fi
+    for registration in 0 2; do
+      name=nccl_tests_graph$( ((registration == 2)) && echo _symmetric)_${n}gpus.txt
+      NCCL_GRAPH_MIXING_SUPPORT=${NCCL_GRAPH_MIXING_SUPPORT:-0} stamped "$results/$name" \
+        "${per_gpu[@]}" -b 8 -e 64 -f 2 -n 20 -w 5 -G 50 -R "$registration" >/dev/null || status=1
+    done
   done
 fi
 if step exercises; then
