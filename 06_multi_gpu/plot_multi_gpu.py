@@ -4,7 +4,7 @@
 The figures go to --out DIR (benchmark.sh: its RESULTS_DIR; default build/plots/06_multi_gpu/):
 
 allreduce_busbw.png  bus bandwidth vs size (this program; nccl-tests' out-of-place busbw beside it)
-scaling.png          time per epoch and efficiency for 1/2/4 GPUs, the all-reduce's share beside it
+scaling.png          time per epoch and efficiency for 1/2/4 GPUs with each exchange, its share beside it
 exchange.png         the epoch's exchange alone, each way (multi_gpu_bench exchange) and PyTorch's
                      (pytorch_ddp.py --exchange nccl|symm_mem), at each GPU count
 on_chip.png          time per epoch against points: on chip on 1 and 2 GPUs, chapter 05's best
@@ -92,29 +92,56 @@ def dig(obj, *keys, default=None):
     return obj
 
 
-def nccl_tests_rows(path):
-    """{bytes: out-of-place busbw GB/s} from all_reduce_perf's output, or {} when absent."""
+def nccl_tests_rows(path, column="busbw"):
+    """{bytes: the out-of-place `column` (busbw GB/s, or time us)} from all_reduce_perf's output, or
+    {} when absent."""
     try:
         with open(path) as f:
             text = f.read().splitlines()
     except OSError:
         return {}
-    busbw_column = 7  # size count type redop root time algbw busbw (out of place first)
+    index = 7 if column == "busbw" else 5  # size count type redop root time algbw busbw (out of place first)
     for line in text:
         words = line.lstrip("#").split()
-        if "size" in words and "busbw" in words:
-            busbw_column = words.index("busbw")
+        if "size" in words and column in words:
+            index = words.index(column)
             break
     rows = {}
     for line in text:
         words = line.split()
-        if line.startswith("#") or len(words) <= busbw_column or not words[0].isdigit():
+        if line.startswith("#") or len(words) <= index or not words[0].isdigit():
             continue
         try:
-            rows[int(words[0])] = float(words[busbw_column])
+            rows[int(words[0])] = float(words[index])
         except ValueError:
             continue
     return rows
+
+
+NCCL_TESTS_GRAPH = re.compile(r"nccl_tests_graph(_symmetric)?_(\d+)gpus\.txt")
+
+
+def nccl_tests_graph_label(symmetric):
+    return f"nccl-tests 16 B{', symmetric windows' if symmetric else ''}, one process per GPU, CUDA graph"
+
+
+def nccl_tests_graph_us(results, lines):
+    """all_reduce_perf at 8 to 64 bytes, one process per GPU as CUDA graphs (benchmark.sh's
+    nccl_tests step): a summary line per file, and {(gpus, label): us at 16 B} for the exchange
+    figure (16 B, 4 floats: the smallest size it ran that holds the exchange's 12 bytes)."""
+    found = {}
+    for name in sorted(os.listdir(results)):
+        m = NCCL_TESTS_GRAPH.fullmatch(name)
+        times = nccl_tests_rows(os.path.join(results, name), "time") if m else {}
+        if not times:
+            continue
+        n, symmetric = int(m.group(2)), bool(m.group(1))
+        lines.append(f"- nccl-tests all_reduce_perf on {n} GPUs, one process per GPU, CUDA graph"
+                     f"{', symmetric windows' if symmetric else ''}: " +
+                     ", ".join(f"{b} B {t:.2f} us" for b, t in sorted(times.items())))
+        if 16 in times:
+            found[(n, nccl_tests_graph_label(symmetric))] = times[16]
+    return found
 
 
 def allreduce_part(results, lines):
@@ -170,25 +197,39 @@ def scaling_rows(results, name):
             if isinstance(r, dict) and all(k in r for k in need)]
 
 
+EXCHANGE_COLORS = {"nccl": "tab:blue", "nccl_symmetric": "tab:green", "one_shot": "tab:purple"}
+
+
+def exchange_of(row):
+    return row.get("exchange", "nccl")  # rows from before the bench ran each exchange: NCCL's
+
+
 def scaling_panel(ax, sel, kind, size, torch_rows):
-    """One panel: the epoch of each GPU count as a bar, the all-reduce and its waiting beside it."""
-    g = [str(r["gpus"]) for r in sel]
+    """One panel: the epoch of each GPU count as a bar per exchange, the exchange's cost beside it."""
+    counts = sorted({r["gpus"] for r in sel})
+    exchanges = list(dict.fromkeys(exchange_of(r) for r in sel))
+    width = 0.8 / len(exchanges)
     # The bar is the timed epoch. The point is what the epoch takes beyond the same sums and step
-    # run alone on one GPU (multi_gpu_bench's compute_alone_us): the all-reduce and its waiting.
-    # Two separate measurements, so the point is drawn beside the bar, not stacked.
-    bars = ax.bar(g, [r["us_per_epoch"] for r in sel], color="tab:blue", label="epoch (timed runs)")
-    ax.plot(g, [r.get("allreduce_us", 0.0) for r in sel], "o", color="tab:orange",
-            label="all-reduce and its waiting (epoch - work alone)")
-    for bar, r in zip(bars, sel):
-        ax.annotate(f"{r['us_per_epoch']:.1f} us\n{100 * r.get('efficiency', 0.0):.1f}%",
-                    (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=8)
+    # run alone on one GPU (multi_gpu_bench's compute_alone_us): the exchange and its waiting.
+    # Two separate measurements, so the point is drawn on the bar, not stacked.
+    for k, x in enumerate(exchanges):
+        mine = {r["gpus"]: r for r in sel if exchange_of(r) == x}
+        pos = [i + (k - (len(exchanges) - 1) / 2) * width for i, n in enumerate(counts) if n in mine]
+        rows = [mine[n] for n in counts if n in mine]
+        bars = ax.bar(pos, [r["us_per_epoch"] for r in rows], width, color=EXCHANGE_COLORS.get(x, "tab:gray"), label=x)
+        ax.plot(pos, [r.get("allreduce_us", 0.0) for r in rows], "o", color="tab:orange", markersize=4,
+                label="exchange and its waiting (epoch - work alone)" if k == 0 else None)
+        for bar, r in zip(bars, rows):
+            ax.annotate(f"{100 * r.get('efficiency', 0.0):.0f}%", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                        ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(counts)), [str(n) for n in counts])
     ax.set_ylim(0, 1.2 * max(r["us_per_epoch"] for r in sel))
     title = f"{kind}, {size:,} points{' per GPU' if kind == 'weak' else ''}"
     t = [r for r in torch_rows if r["kind"] == kind and size_of(r, kind) == size]
     if t:  # tens of times slower: a line of the title, not a bar that would flatten ours
         title += "\nPyTorch DDP: " + " / ".join(f"{r['us_per_epoch']:.0f}" for r in t) + " us"
     ax.set_title(title, fontsize=10)
-    ax.set_xlabel("GPUs")
+    ax.set_xlabel("GPUs (bar: us per epoch; label: efficiency)")
     ax.set_ylabel("us per epoch")
 
 
@@ -204,12 +245,17 @@ def scaling_part(results, lines):
         sel = [r for r in rows if r["kind"] == kind and size_of(r, kind) == size]
         scaling_panel(ax, sel, kind, size, torch_rows)
         for r in sel:
-            lines.append(f"- {kind} {r['points']} points on {r['gpus']} GPUs: {r['us_per_epoch']:.2f} us/epoch "
-                         f"(compute {r.get('compute_us', float('nan')):.2f}, all-reduce "
+            lines.append(f"- {kind} {r['points']} points on {r['gpus']} GPUs, {exchange_of(r)}: {r['us_per_epoch']:.2f} "
+                         f"us/epoch (compute {r.get('compute_us', float('nan')):.2f}, exchange "
                          f"{r.get('allreduce_us', float('nan')):.2f}), efficiency "
                          f"{100 * r.get('efficiency', 0.0):.1f}%{'' if r.get('passed', True) else ' FAILED'}")
+    for r in rows:  # the chapter's target: weak scaling at the hand exchange's cost
+        if r["kind"] == "weak" and exchange_of(r) == "one_shot" and r["gpus"] > 1 and r.get("passed", True):
+            eff = r.get("efficiency", 0.0)
+            lines.append(f"- target, weak scaling with one_shot on {r['gpus']} GPUs >= 98%: {100 * eff:.1f}%, "
+                         f"{'met' if eff >= 0.98 else 'missed'}")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8)
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     save_figure(fig, os.path.join(OUT[0], "scaling.png"), dpi=120)
     plt.close(fig)
@@ -324,32 +370,35 @@ def label_alone_rows(alone):
                           (", one process per GPU" if r.get("form") == "ddp" else ""))
 
 
-def exchange_figure(alone, torch_us):
-    """exchange.png: one group of bars per GPU count, a bar per way of exchanging."""
-    counts = sorted({r["gpus"] for r in alone} | {n for n, _ in torch_us})
-    labels = list(dict.fromkeys([r["label"] for r in alone] + [label for _, label in sorted(torch_us)]))
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(labels) * len(counts)), 4))
-    width = 0.8 / max(1, len(labels))
-    for i, label in enumerate(labels):
-        xs, ys = [], []
-        for k, n in enumerate(counts):
+def exchange_figure(alone, beside_us):
+    """exchange.png: a panel per GPU count, a horizontal bar per way of exchanging, its time on it."""
+    counts = sorted({r["gpus"] for r in alone} | {n for n, _ in beside_us})
+    labels = list(dict.fromkeys([r["label"] for r in alone] + [label for _, label in sorted(beside_us)]))
+    fig, axes = plt.subplots(1, len(counts), figsize=(5.5 * len(counts), 0.35 * len(labels) + 1.5), sharey=True,
+                             squeeze=False)
+    for ax, n in zip(axes[0], counts):
+        values = []
+        for label in labels:
             ours = [r["time_us"]["median"] for r in alone if r["gpus"] == n and r["label"] == label]
-            v = ours[0] if ours else torch_us.get((n, label))
-            if v is not None:
-                xs.append(k + (i - (len(labels) - 1) / 2) * width)
-                ys.append(v)
-        ax.bar(xs, ys, width, label=label)
-    ax.set_xticks(range(len(counts)))
-    ax.set_xticklabels([f"{n} GPU{'s' if n > 1 else ''}" for n in counts])
-    ax.set_ylabel("us per exchange")
-    ax.set_title("the epoch's exchange alone: 3 floats (PyTorch: 4)", fontsize=10)
-    ax.legend(fontsize=7)
+            values.append(ours[0] if ours else beside_us.get((n, label)))
+        ys = [k for k, v in enumerate(values) if v is not None]
+        bars = ax.barh(ys, [values[k] for k in ys], color=["tab:gray" if labels[k].startswith(("PyTorch", "nccl-tests"))
+                                                          else "tab:blue" for k in ys])
+        for bar, k in zip(bars, ys):
+            ax.annotate(f" {values[k]:.2f}", (bar.get_width(), bar.get_y() + bar.get_height() / 2), va="center", fontsize=7)
+        ax.set_xlim(0, 1.15 * max(values[k] for k in ys))
+        ax.set_title(f"{n} GPU{'s' if n > 1 else ''}", fontsize=10)
+        ax.set_xlabel("us per exchange")
+    axes[0][0].set_yticks(range(len(labels)), labels, fontsize=7)
+    axes[0][0].invert_yaxis()
+    fig.suptitle("the epoch's exchange alone: 3 floats (PyTorch: 4; nccl-tests: 16 B); grey: not this chapter's code",
+                 fontsize=10)
     fig.tight_layout()
     save_figure(fig, os.path.join(OUT[0], "exchange.png"), dpi=120)
     plt.close(fig)
 
 
-def exchange_lines(alone, torch_us, epochs, lines):
+def exchange_lines(alone, beside_us, epochs, lines):
     for r in alone:
         # An exchange that ran as another (a fallback) says so; the empty kernel is no exchange at all.
         substituted = r.get("launch") != "empty_kernel" and r.get("used", r["exchange"]) != r["exchange"]
@@ -358,7 +407,7 @@ def exchange_lines(alone, torch_us, epochs, lines):
         gpus = f"{r['gpus']} GPU{'s' if r['gpus'] > 1 else ''}"
         lines.append(f"- exchange alone, {r['label']} on {gpus}: {r['time_us']['median']:.2f} us{ran}"
                      f"{'' if r.get('correct', True) else ' WRONG SUMS'}")
-    for (n, label), v in sorted(torch_us.items()):
+    for (n, label), v in sorted(beside_us.items()):
         lines.append(f"- exchange alone, {label} on {n} GPUs: {v:.2f} us")
     for r in epochs:
         failed = '' if r.get('passed', True) else ' FAILED'
@@ -394,13 +443,14 @@ def exchange_part(results, lines):
              if isinstance(r, dict) and "gpus" in r and "exchange" in r and dig(r, "time_us", "median") is not None]
     epochs = [r for r in (dig(j, "exchange", "epochs") or [])
               if isinstance(r, dict) and all(k in r for k in ("points", "gpus", "mode", "exchange", "us_per_epoch"))]
-    torch_us = pytorch_exchange_us(results)
-    if not alone and not epochs and not torch_us:
+    beside_us = pytorch_exchange_us(results)  # bars beside ours: PyTorch's, then nccl-tests' (if it ran)
+    beside_us.update(nccl_tests_graph_us(results, lines))
+    if not alone and not epochs and not beside_us:
         lines.append("- exchange: no results")
         return
     label_alone_rows(alone)
-    exchange_figure(alone, torch_us)
-    exchange_lines(alone, torch_us, epochs, lines)
+    exchange_figure(alone, beside_us)
+    exchange_lines(alone, beside_us, epochs, lines)
     exchange_targets(alone, epochs, lines)
     on_chip_part(results, j, epochs, lines)  # the superlinear step's target: on chip at 10M on 2 GPUs
 

@@ -69,6 +69,10 @@ TEST_CASE("bench: usage errors are exit 2 with a one-line reason") {
       {{"--copy-mib", "-1"}, "--copy-mib: '-1' is not a size"},
       {{"--device", "gpu"}, "--device must be N, cuda or cuda:N"},
       {{"ddp", "--exchange", "symm"}, "--exchange must be nccl, nccl_symmetric or one_shot, got 'symm'"},
+      {{"scaling", "--exchange", "nccl,ring"}, "--exchange must be nccl, nccl_symmetric or one_shot, got 'ring'"},
+      {{"scaling", "--exchange", "one_shot,one_shot"}, "--exchange: 'one_shot,one_shot' lists one_shot twice"},
+      {{"scaling", "--exchange", "nccl,"}, "--exchange: 'nccl,' has an empty item"},
+      {{"ddp", "--exchange", "nccl,one_shot"}, "--exchange nccl,one_shot: a list is for scaling; ddp runs one way at a time"},
       {{"exchange", "--exchange-points", "5M,,1"}, "--exchange-points: '5M,,1' has an empty item"},
       // a flag the named part does not read, and a count of 0 (leaving the flag out means all)
       {{"topology", "--points", "5M"}, "--points is for ddp, not topology"},
@@ -226,6 +230,29 @@ TEST_CASE("bench exchange: every way's sums exact on 2 GPUs, every epoch checked
   CHECK(j["exchange"]["epochs"][6]["mode"] == "on_chip");
   CHECK(j["exchange"]["epochs"][6]["gpus"] == 2);
   for (const auto& row : j["exchange"]["epochs"]) CHECK(row["passed"] == true);
+}
+
+TEST_CASE("bench scaling on 1 and 2 GPUs: each exchange in turn, every run checked, efficiency against its own 1 GPU",
+          "[multigpu]") {
+  require_gpus(2);
+  const nlohmann::json j = run_json(WORKBOOK_BENCH_PROGRAM, {"scaling", "--quick", "--gpu-counts", "1,2", "--weak", "100K"});
+  CHECK(j["passed"] == true);
+  CHECK(j["scaling"]["exchanges"] == nlohmann::json{"nccl", "nccl_symmetric", "one_shot"});
+  // 3 exchanges x (strong 200K, weak 100K) x (1, 2 GPUs), in that order
+  const auto& rows = j["scaling"]["rows"];
+  REQUIRE(rows.size() == 12);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    CAPTURE(row.dump());
+    CHECK(row["exchange"] == j["scaling"]["exchanges"][i / 4]);
+    CHECK(row["passed"] == true);
+    CHECK(row["gpus"] == (i % 2 == 0 ? 1 : 2));
+    CHECK(row["points_per_gpu"] == (row["kind"] == "strong" ? 200'000 / row["gpus"].get<int>() : 100'000));
+    if (i % 2 == 1) {  // 2 GPUs: the efficiency is the same exchange's 1-GPU epoch over this one's
+      const double t1 = rows[i - 1]["us_per_epoch"], t2 = row["us_per_epoch"];
+      CHECK(row["efficiency"].get<double>() == (row["kind"] == "strong" ? t1 / (2 * t2) : t1 / t2));
+    }
+  }
 }
 
 TEST_CASE("all-reduce: every element of every rank exact, 2 GPUs and more", "[multigpu]") {

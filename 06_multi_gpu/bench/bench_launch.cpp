@@ -259,54 +259,86 @@ int run_ddp_launcher(const BenchOptions& o, const std::vector<int>& devices, Rep
 // ---------------------------------------------------------------------------------------------
 // scaling
 
+namespace {
+
+struct ScalingCase {
+  std::string kind;                  // strong (total points) or weak (points per GPU)
+  std::int64_t per_gpu_or_total = 0;
+};
+
+// One scaling launch: `n` ranks exchanging by `o.exchange`. ok is false when the launch or a check
+// failed (the report says why); stop_signal is the signal that stopped it, 0 if none.
+struct ScalingRow {
+  regression::Config config;
+  std::string used;  // the exchange the ranks ran (NCCL may decline symmetric windows: then nccl)
+  double us = 0.0, compute_us = 0.0;
+  bool ok = false;
+  int stop_signal = 0;
+};
+
+ScalingRow scaling_row(const BenchOptions& o, const ScalingCase& k, int n, Report& report) {
+  const std::int64_t points = k.kind == "strong" ? k.per_gpu_or_total : k.per_gpu_or_total * n;
+  ScalingRow row;
+  row.config = training_config(o, points);
+  const regression::Config& c = row.config;
+  std::ostringstream log;
+  const LaunchOutcome r = launch_ddp(o, c, n, log, WorkerReports::discarded);
+  row.stop_signal = r.launch.stop_signal;
+  if (row.stop_signal != 0) return row;
+  row.ok = r.launch.ok() && r.rank0.is_object() && r.rank0.value("passed", false);
+  report.check(row.ok, "scaling: " + o.exchange + ", " + k.kind + " " + std::to_string(points) + " points on " +
+                           std::to_string(n) + " GPUs failed" + launch_failure(r, log));
+  row.us = slowest_epoch_us(r.rank0);
+  row.used = r.rank0.is_object() && r.rank0.contains("exchange") ? r.rank0["exchange"].value("used", o.exchange) : o.exchange;
+  row.compute_us = row.ok ? compute_alone_us(c, n, o.common.device, o.repeats) : 0.0;
+  return row;
+}
+
+}  // namespace
+
 // Returns the signal that stopped one of its launches (the rest are not run), 0 if none.
 int run_scaling(const BenchOptions& o, const std::vector<int>& devices, Report& report) {
   std::ostream& out = report.out();
   const std::vector<int> counts = usable_gpu_counts(parse_int_list(o.gpu_counts, "--gpu-counts"), static_cast<int>(devices.size()));
   out << "== scaling: DDP ranks (built-in launcher) over " << counts.size() << " GPU count"
-      << (counts.size() == 1 ? "" : "s") << "; time per epoch of the slowest rank, median of " << o.repeats
-      << " runs; efficiency: strong t1 / (n tn), weak t1 / tn\n"
-      << "  kind         points     per GPU  GPUs   epoch us  compute us  all-reduce us  efficiency  checked\n";
-  struct Case {
-    std::string kind;
-    std::int64_t per_gpu_or_total;
-  };
-  std::vector<Case> cases;
+      << (counts.size() == 1 ? "" : "s") << ", each exchange in turn; time per epoch of the slowest rank, median of "
+      << o.repeats << " runs; efficiency against the same exchange on 1 GPU: strong t1 / (n tn), weak t1 / tn\n"
+      << "  exchange        kind         points     per GPU  GPUs   epoch us  compute us  exchange us  efficiency  checked\n";
+  std::vector<ScalingCase> cases;
   for (std::int64_t p : parse_point_list(o.strong, "--strong")) cases.push_back({"strong", p});
   for (std::int64_t p : parse_point_list(o.weak, "--weak")) cases.push_back({"weak", p});
   nlohmann::json rows = nlohmann::json::array();
   BenchOptions quiet = o;
   quiet.fault_rank = -1;
   quiet.reference_max = 0;  // scaling runs check bit-identity and one GPU, not the slow CPU reference
-  for (const Case& k : cases) {
-    double t1 = 0.0;
-    for (int n : counts) {
-      const std::int64_t points = k.kind == "strong" ? k.per_gpu_or_total : k.per_gpu_or_total * n;
-      const regression::Config c = training_config(o, points);
-      std::ostringstream log;
-      const LaunchOutcome r = launch_ddp(quiet, c, n, log, WorkerReports::discarded);
-      if (r.launch.stop_signal != 0) {
-        report.check(false, "scaling: stopped by signal " + std::to_string(r.launch.stop_signal));
-        return r.launch.stop_signal;
+  for (const std::string& exchange : o.scaling_exchanges) {
+    quiet.exchange = exchange;
+    for (const ScalingCase& k : cases) {
+      double t1 = 0.0;  // the 1-GPU epoch, when 1 is among the counts
+      for (int n : counts) {
+        const ScalingRow row = scaling_row(quiet, k, n, report);
+        if (row.stop_signal != 0) {
+          report.check(false, "scaling: stopped by signal " + std::to_string(row.stop_signal));
+          return row.stop_signal;
+        }
+        if (n == 1) t1 = row.us;
+        const std::int64_t points = row.config.points;
+        const double eff = t1 <= 0 ? 0.0 : k.kind == "strong" ? strong_efficiency(t1, row.us, n) : weak_efficiency(t1, row.us);
+        // A row as each launch ends (a sweep takes minutes): format, not a Table printed at the end.
+        out << format("  %-16s%-7s%13lld%12lld%6d%11.2f%12.2f%13.2f%12s%9s\n", exchange.c_str(), k.kind.c_str(),
+                      static_cast<long long>(points), static_cast<long long>(points / n), n, row.us, row.compute_us,
+                      row.us - row.compute_us, t1 > 0 ? (fixed(100.0 * eff, 1) + "%").c_str() : "-",
+                      row.ok ? "ok" : "FAILED")
+            << std::flush;
+        rows.push_back({{"exchange", exchange}, {"used", row.used}, {"kind", k.kind}, {"points", points}, {"points_per_gpu", points / n},
+                        {"gpus", n}, {"lr", row.config.lr}, {"epochs", row.config.epochs},
+                        {"us_per_epoch", row.us}, {"compute_us", row.compute_us}, {"allreduce_us", row.us - row.compute_us},
+                        {"efficiency", eff}, {"passed", row.ok}});
       }
-      const bool ok = r.launch.ok() && r.rank0.is_object() && r.rank0.value("passed", false);
-      report.check(ok, "scaling: " + k.kind + " " + std::to_string(points) + " points on " + std::to_string(n) +
-                           " GPUs failed" + launch_failure(r, log));
-      const double us = slowest_epoch_us(r.rank0);
-      const double compute_us = ok ? compute_alone_us(c, n, o.common.device, o.repeats) : 0.0;
-      if (n == counts.front()) t1 = counts.front() == 1 ? us : 0.0;
-      const double eff = t1 > 0 ? (k.kind == "strong" ? strong_efficiency(t1, us, n) : weak_efficiency(t1, us)) : 0.0;
-      // A row as each launch ends (a sweep takes minutes): format, not a Table printed at the end.
-      out << format("  %-7s%13lld%12lld%6d%11.2f%12.2f%15.2f%11s%9s\n", k.kind.c_str(), static_cast<long long>(points),
-                    static_cast<long long>(points / n), n, us, compute_us, us - compute_us,
-                    t1 > 0 ? (fixed(100.0 * eff, 1) + "%").c_str() : "-", ok ? "ok" : "FAILED")
-          << std::flush;
-      rows.push_back({{"kind", k.kind}, {"points", points}, {"points_per_gpu", points / n}, {"gpus", n},
-                      {"lr", c.lr}, {"epochs", c.epochs}, {"us_per_epoch", us}, {"compute_us", compute_us},
-                      {"allreduce_us", us - compute_us}, {"efficiency", eff}, {"passed", ok}});
     }
   }
-  report.json()["scaling"] = {{"gpu_counts", counts}, {"rows", rows}, {"repeats", o.repeats}};
+  report.json()["scaling"] = {{"gpu_counts", counts}, {"exchanges", o.scaling_exchanges}, {"rows", rows},
+                              {"repeats", o.repeats}};
   return 0;
 }
 

@@ -128,6 +128,7 @@ std::optional<int> parse_options(int argc, char** argv, BenchOptions& o) {
   if (app.count("--nproc") > 0) require_at_least("--nproc", o.nproc, 1);
   // 0 is the default's "10x --timeout-s"; given, a bound must be one.
   if (app.count("--launch-timeout-s") > 0) require_positive("--launch-timeout-s", o.launch_timeout_s);
+  resolve_exchanges(o, app, parts.scaling->parsed());
   validate(o);
   regression::refuse_idle_seed(app, o.config);
   o.parts.exchange_rank = parts.exchange_rank->parsed();

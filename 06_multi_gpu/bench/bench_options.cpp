@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <csignal>
@@ -45,7 +46,8 @@ BenchParts add_bench_options(CLI::App& app, BenchOptions& o) {
                       "DDP communicators with ncclConfig_t::blocking = 0 (each collective then starts from a helper "
                       "thread: slower, see README)");
   ddp_group->add_option("--exchange", o.exchange,
-                        "ddp and scaling: how the ranks' sums meet: nccl (default), nccl_symmetric or one_shot")
+                        "how the ranks' sums meet: nccl (ddp's default), nccl_symmetric or one_shot; scaling takes a "
+                        "list, e.g. nccl,one_shot (default: all three)")
       ->type_name("X");
   ddp_group->add_flag("--on-chip", o.on_chip,
                       "ddp: every epoch in one launch per rank, its shard on its GPU's chip (exchange one_shot)");
@@ -169,6 +171,20 @@ void require_fused_sweep(const std::string& path) {
   }
 }
 
+void resolve_exchanges(BenchOptions& o, const CLI::App& app, bool scaling_alone) {
+  std::vector<std::string> names{"nccl", "nccl_symmetric", "one_shot"};
+  if (app.count("--exchange") > 0) names = list_items("--exchange", o.exchange);
+  for (const std::string& name : names) {
+    parse_exchange(name);
+    if (std::count(names.begin(), names.end(), name) > 1) throw UsageError("--exchange: '" + o.exchange + "' lists " + name + " twice");
+  }
+  if (app.count("--exchange") > 0 && names.size() > 1 && !scaling_alone) {
+    throw UsageError("--exchange " + o.exchange + ": a list is for scaling; ddp runs one way at a time");
+  }
+  o.scaling_exchanges = names;
+  if (app.count("--exchange") > 0) o.exchange = names.front();
+}
+
 void validate(const BenchOptions& o) {
   regression::validate(o.config);
   if (o.lr) require_positive("--lr", *o.lr);
@@ -199,7 +215,6 @@ void validate(const BenchOptions& o) {
   parse_int_list(o.gpu_counts, "--gpu-counts");
   parse_point_list(o.exchange_points, "--exchange-points");
   parse_point_list(o.on_chip_points, "--on-chip-points");
-  parse_exchange(o.exchange);
   if (o.on_chip && o.exchange != "nccl" && o.exchange != "one_shot") {
     throw UsageError("--on-chip exchanges the sums by one_shot inside its kernel, not --exchange " + o.exchange);
   }

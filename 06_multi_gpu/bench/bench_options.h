@@ -5,6 +5,7 @@
 //   const BenchParts parts = add_bench_options(app, o);   // the flags and the five subcommands
 //   ... parse ...
 //   apply_quick(o, app);
+//   resolve_exchanges(o, app, scaling_alone);
 //   validate(o);
 #pragma once
 
@@ -53,6 +54,8 @@ struct BenchOptions {
   std::string strong = "5M,100M";
   std::string weak = "100M";
   std::string gpu_counts = "1,2,4";
+  // Each run in turn (--exchange as a list; default all three): weak scaling at each one's cost.
+  std::vector<std::string> scaling_exchanges;
   // The parts to run, from the subcommand named (none named: all five; exchange_rank: that alone).
   struct Parts {
     bool topology = false, allreduce = false, ddp = false, exchange = false, scaling = false;
@@ -73,6 +76,9 @@ struct BenchParts {
 BenchParts add_bench_options(CLI::App& app, BenchOptions& o);
 // --quick: small everything, unless the flag was given explicitly.
 void apply_quick(BenchOptions& o, const CLI::App& app);
+// --exchange: one way for ddp (and the hidden exchange-rank); with the scaling part alone, a list
+// run in turn. Fills o.scaling_exchanges (all three when not given). UsageError otherwise.
+void resolve_exchanges(BenchOptions& o, const CLI::App& app, bool scaling_alone);
 void validate(const BenchOptions& o);
 // --one-gpu-sweep's file: there, JSON, and chapter 05's sweep (its program and its `sweep` rows); UsageError otherwise.
 void require_fused_sweep(const std::string& path);
