@@ -165,16 +165,16 @@ if step nccl_tests && command -v all_reduce_perf >/dev/null; then
   for n in 2 4; do
     (( n <= gpus )) || continue
     stamped "$results/nccl_tests_${n}gpus.txt" timeout 120 "$perf" -b 8 -e 1G -f 8 -n 20 -w 5 -g "$n" >/dev/null || status=1
-    if ldd "$perf" | grep -q libmpi && mpirun --version 2>/dev/null | grep -q "Open MPI"; then
+    linked=$(ldd "$perf" 2>/dev/null || true)
+    if [[ $linked == *libmpi* ]] && mpirun --version 2>/dev/null | grep -q "Open MPI"; then
       per_gpu=(mpirun --allow-run-as-root --bind-to none --timeout 120 -x NCCL_NVLS_ENABLE=0
                -x NCCL_GRAPH_MIXING_SUPPORT=0 -np "$n" "$perf" -g 1)
     else
       per_gpu=(timeout 120 "$perf" -t "$n" -g 1)
     fi
-    for registration in 0 2; do
-      name=nccl_tests_graph$( ((registration == 2)) && echo _symmetric)_${n}gpus.txt
-      NCCL_GRAPH_MIXING_SUPPORT=${NCCL_GRAPH_MIXING_SUPPORT:-0} stamped "$results/$name" \
-        "${per_gpu[@]}" -b 8 -e 64 -f 2 -n 20 -w 5 -G 50 -R "$registration" >/dev/null || status=1
+    for buffers in 0:graph 2:graph_symmetric; do  # -R: 0 plain buffers, 2 symmetric windows
+      NCCL_GRAPH_MIXING_SUPPORT=${NCCL_GRAPH_MIXING_SUPPORT:-0} stamped "$results/nccl_tests_${buffers#*:}_${n}gpus.txt" \
+        "${per_gpu[@]}" -b 8 -e 64 -f 2 -n 20 -w 5 -G 50 -R "${buffers%%:*}" >/dev/null || status=1
     done
   done
 fi
