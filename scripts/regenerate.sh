@@ -37,10 +37,11 @@ for arg in "$@"; do
     -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --resume) resume=1 ;;
     06:*)
-      for part in $(tr ',' ' ' <<<"${arg#06:}"); do
+      [[ ${arg#06:} =~ ^[a-z_]+(,[a-z_]+)*$ ]] || { echo "error: '$arg': 06: takes a comma list of benchmark.sh's steps ($usage)" >&2; exit 2; }
+      IFS=, read -ra parts <<<"${arg#06:}"
+      for part in "${parts[@]}"; do
         if [[ ,$steps_06, != *",$part,"* ]]; then echo "error: no step '$part' in 06_multi_gpu/benchmark.sh (its steps: $steps_06)" >&2; exit 2; fi
       done
-      [[ ${arg#06:} =~ ^[a-z_]+(,[a-z_]+)*$ ]] || { echo "error: '$arg': 06: takes a comma list of benchmark.sh's steps ($usage)" >&2; exit 2; }
       steps+=("$arg") ;;
     *) if [[ " ${all_steps[*]} " != *" $arg "* ]]; then echo "error: no step '$arg' ($usage)" >&2; exit 2; fi
        steps+=("$arg") ;;
@@ -129,6 +130,8 @@ run_step() {  # run_step STEP: the step's work; 0 when it passed
       if [[ $step != 06:* ]]; then
         parts=""
         rm -rf "$work/staged/$chapter" "$work"/done/06.*
+      elif [[ -f $work/done/06 ]]; then
+        return 0  # the whole of 06 passed earlier in this run
       elif ! ls "$work"/done/06.* >/dev/null 2>&1; then
         rm -rf "$work/staged/$chapter" "$log"  # the first part of 06 in this run
       fi
@@ -137,8 +140,15 @@ run_step() {  # run_step STEP: the step's work; 0 when it passed
       STEPS=$parts CUDA_VISIBLE_DEVICES=$gpus "$chapter/benchmark.sh" "$build/$chapter" "$work/staged/$chapter" >>"$log" 2>&1 ||
         { tail -5 "$log"; return 1; }
       if [[ -n $parts ]]; then  # 06 is done once each of its steps is
-        for part in $(tr ',' ' ' <<<"$parts"); do touch "$work/done/06.$part"; done
-        for part in $(tr ',' ' ' <<<"$steps_06"); do [[ -f $work/done/06.$part ]] || return 0; done
+        IFS=, read -ra done_now <<<"$parts"
+        IFS=, read -ra all_parts <<<"$steps_06"
+        for part in "${done_now[@]}"; do touch "$work/done/06.$part"; done
+        for part in "${all_parts[@]}"; do [[ -f $work/done/06.$part ]] || return 0; done
+        # The plots and summary.md read every step's files: drawn again unless this part ended with them.
+        if [[ ${done_now[-1]} != plot ]]; then
+          STEPS=plot CUDA_VISIBLE_DEVICES=$gpus "$chapter/benchmark.sh" "$build/$chapter" "$work/staged/$chapter" >>"$log" 2>&1 ||
+            { tail -5 "$log"; return 1; }
+        fi
         touch "$work/done/06"
       fi ;;
     tests)
@@ -169,9 +179,11 @@ for step in "${steps[@]}"; do
   # that resumes a run builds again).
   done_already=0
   [[ -f $work/done/$step && $step != install && ($step != build || -f $build/CMakeCache.txt) ]] && done_already=1
-  if [[ $step == 06:* ]]; then  # a part of 06: done when each of its steps is
+  if [[ $step == 06:* ]]; then  # a part of 06: done when each of its steps is, or the whole of 06
     done_already=1
-    for part in $(tr ',' ' ' <<<"${step#06:}"); do [[ -f $work/done/06.$part ]] || done_already=0; done
+    IFS=, read -ra parts <<<"${step#06:}"
+    for part in "${parts[@]}"; do [[ -f $work/done/06.$part ]] || done_already=0; done
+    [[ -f $work/done/06 ]] && done_already=1
   fi
   if ((done_already)); then
     echo "== $step: done earlier in this run"
