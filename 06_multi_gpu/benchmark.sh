@@ -156,11 +156,13 @@ fi
 # - nccl_tests_<n>gpus.txt: 8 B to 1 GiB in one process (-g n), beside the allreduce step's busbw;
 # - nccl_tests_graph_<n>gpus.txt and nccl_tests_graph_symmetric_<n>gpus.txt: 8 to 64 bytes at
 #   NCCL's best for latency, the setting NVIDIA's small-message figures use: one process per GPU
-#   (mpirun, for a build with MPI; else one thread per GPU), the iterations captured in a CUDA graph
-#   and replayed (-G), NCCL_GRAPH_MIXING_SUPPORT=0; plain buffers, then symmetric windows (-R 2,
-#   where NCCL may choose its symmetric kernels). The exchange step's nccl rows, one process per GPU
-#   as graphs, are the same setting inside this chapter's bench.
-if step nccl_tests && command -v all_reduce_perf >/dev/null; then
+#   (mpirun, for a build with MPI; else one thread per GPU, and _threads in the file names), the
+#   iterations captured in a CUDA graph and replayed (-G), NCCL_GRAPH_MIXING_SUPPORT=0; plain
+#   buffers, then symmetric windows (-R 2, where NCCL may choose its symmetric kernels). The
+#   exchange step's nccl rows, one process per GPU as graphs, are that setting in this bench.
+if step nccl_tests && ! command -v all_reduce_perf >/dev/null; then
+  echo "nccl_tests: all_reduce_perf (nccl-tests) is not on PATH: skipped (README 06 says how to build it)"
+elif step nccl_tests; then
   perf=$(command -v all_reduce_perf)
   for n in 2 4; do
     (( n <= gpus )) || continue
@@ -169,11 +171,13 @@ if step nccl_tests && command -v all_reduce_perf >/dev/null; then
     if [[ $linked == *libmpi* ]] && mpirun --version 2>/dev/null | grep -q "Open MPI"; then
       per_gpu=(mpirun --allow-run-as-root --bind-to none --timeout 120 -x NCCL_NVLS_ENABLE=0
                -x NCCL_GRAPH_MIXING_SUPPORT=0 -np "$n" "$perf" -g 1)
+      ranks=""
     else
       per_gpu=(timeout 120 "$perf" -t "$n" -g 1)
+      ranks=_threads
     fi
     for buffers in 0:graph 2:graph_symmetric; do  # -R: 0 plain buffers, 2 symmetric windows
-      NCCL_GRAPH_MIXING_SUPPORT=${NCCL_GRAPH_MIXING_SUPPORT:-0} stamped "$results/nccl_tests_${buffers#*:}_${n}gpus.txt" \
+      NCCL_GRAPH_MIXING_SUPPORT=${NCCL_GRAPH_MIXING_SUPPORT:-0} stamped "$results/nccl_tests_${buffers#*:}${ranks}_${n}gpus.txt" \
         "${per_gpu[@]}" -b 8 -e 64 -f 2 -n 20 -w 5 -G 50 -R "${buffers%%:*}" >/dev/null || status=1
     done
   done

@@ -321,7 +321,7 @@ int run_scaling(const BenchOptions& o, const std::vector<int>& devices, Report& 
           report.check(false, "scaling: stopped by signal " + std::to_string(row.stop_signal));
           return row.stop_signal;
         }
-        if (n == 1) t1 = row.us;
+        if (n == 1 && row.ok) t1 = row.us;
         const std::int64_t points = row.config.points;
         const double eff = t1 <= 0 ? 0.0 : k.kind == "strong" ? strong_efficiency(t1, row.us, n) : weak_efficiency(t1, row.us);
         // A row as each launch ends (a sweep takes minutes): format, not a Table printed at the end.
