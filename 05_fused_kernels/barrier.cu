@@ -1,13 +1,23 @@
-// barrier.cu: the two grid-wide barriers variant 8 could use, each timed alone.
+// barrier.cu: five ways for the blocks of variant 8's launch to meet, each timed alone.
 //
-// cooperative_groups' grid.sync() is what variant 8 uses. The hand-written one shows what such a
-// barrier has to do: one thread per block arrives on a counter in global memory (an atomic with
-// release semantics, so the block's writes are visible before its arrival is), the last to arrive
-// resets the counter and bumps a generation number, and the others spin until they see it change
-// (an acquire load, so the other blocks' writes are visible after). Both cost a round trip through
-// L2 per block per barrier; grid.sync() does the same with a few more instructions around it.
+// A grid-wide barrier must do two things: tell every block that all the others have arrived, and
+// make each block's writes before it visible to every block after it. The kinds differ in how
+// many round trips through L2 that takes, and who waits on whom:
+//   grid.sync()    cooperative_groups' barrier, what variant 8 uses;
+//   counter        one thread per block arrives on one counter (an atomic with release semantics),
+//                  the last to arrive bumps a generation number, the others spin until it changes
+//                  (the generation is a sense flag with more bits: it never has to be reset);
+//   flags          every block writes its own flag (the round number, a release store) and one
+//                  warp of every block reads all the flags: no atomic, no single hot word, but
+//                  every block reads every other block's word;
+//   hierarchical   the blocks of a thread-block cluster meet at the hardware cluster barrier, then
+//                  one block per cluster arrives on the counter, then the cluster meets again:
+//                  fewer arrivals on the counter, two cluster barriers more (Hopper);
+//   kernel boundary the end of one kernel and the start of the next, as kernel nodes of a CUDA
+//                  graph: what variants 4 and 5 pay per epoch.
 #include "barrier.h"
 
+#include "compute_capability.h"
 #include "cuda_check.h"
 #include "fused_kernels.h"
 #include "stats.h"
@@ -16,6 +26,10 @@
 #include <cooperative_groups.h>
 #include <cuda/atomic>
 
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+#include <string>
 #include <vector>
 
 namespace workbook::fused {
@@ -23,63 +37,222 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-enum class Barrier { kNone, kGridSync, kCounter };
+enum class Barrier { kNone, kGridSync, kCounter, kFlags, kHierarchical };
+constexpr int kFlagsPerLane = 8;  // the flags barrier's warp reads up to 32 x 8 = 256 blocks' flags
 
-__device__ void counter_barrier(unsigned* arrived, unsigned* generation, unsigned blocks) {
-  __syncthreads();  // the whole block has arrived
-  if (threadIdx.x == 0) {
-    cuda::atomic_ref<unsigned, cuda::thread_scope_device> count(*arrived);
-    cuda::atomic_ref<unsigned, cuda::thread_scope_device> gen(*generation);
-    // Read before arriving: the generation cannot move until this block has arrived too.
-    const unsigned mine = gen.load(cuda::memory_order_relaxed);
-    if (count.fetch_add(1, cuda::memory_order_acq_rel) == blocks - 1) {
-      count.store(0, cuda::memory_order_relaxed);  // ordered before the release below
-      gen.store(mine + 1, cuda::memory_order_release);
-    } else {
-      while (gen.load(cuda::memory_order_acquire) == mine) {
-      }
+using DeviceAtomic = cuda::atomic_ref<unsigned, cuda::thread_scope_device>;
+
+// One thread of each of `parties` arrives; returns when all have. The arrival is acq_rel: what
+// the thread's block wrote before is visible to whoever sees the count, and the others' writes to it.
+__device__ void counter_arrive_and_wait(unsigned* arrived, unsigned* generation, unsigned parties) {
+  DeviceAtomic count(*arrived);
+  DeviceAtomic gen(*generation);
+  // Read before arriving: the generation cannot move until this thread has arrived too.
+  const unsigned mine = gen.load(cuda::memory_order_relaxed);
+  if (count.fetch_add(1, cuda::memory_order_acq_rel) == parties - 1) {
+    count.store(0, cuda::memory_order_relaxed);  // ordered before the release below
+    gen.store(mine + 1, cuda::memory_order_release);
+  } else {
+    while (gen.load(cuda::memory_order_acquire) == mine) {
     }
   }
+}
+
+__device__ void counter_barrier(unsigned* arrived, unsigned* generation) {
+  __syncthreads();  // the whole block has arrived
+  if (threadIdx.x == 0) counter_arrive_and_wait(arrived, generation, gridDim.x);
   __syncthreads();  // the rest of the block waits for thread 0
 }
 
+// flags[b] holds the last round block b has reached (0 before the launch). The loads that poll are
+// relaxed, so that a lane's eight are in flight at once (an acquire load would hold back the ones
+// after it); one acquire fence after them orders what follows.
+__device__ void flag_barrier(unsigned* flags, unsigned round) {
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    if (threadIdx.x == 0) DeviceAtomic(flags[blockIdx.x]).store(round, cuda::memory_order_release);
+    bool all_there;
+    do {
+      all_there = true;
+#pragma unroll
+      for (int i = 0; i < kFlagsPerLane; ++i) {
+        const unsigned b = threadIdx.x + 32 * i;
+        if (b < gridDim.x) all_there &= DeviceAtomic(flags[b]).load(cuda::memory_order_relaxed) >= round;
+      }
+    } while (!__all_sync(0xffffffffu, all_there));
+    cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
+  }
+  __syncthreads();
+}
+
+// cluster.sync() releases and acquires at cluster scope; the leader's acq_rel arrival carries the
+// cluster's writes on to the device (release is cumulative), and the second cluster.sync() brings
+// the other clusters' writes to every block of this one.
+__device__ void hierarchical_barrier(unsigned* arrived, unsigned* generation) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // clusters need sm_90; the host runs this kind only where they exist
+#else
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();
+  if (cluster.block_rank() == 0 && threadIdx.x == 0) {
+    counter_arrive_and_wait(arrived, generation, gridDim.x / cluster.num_blocks());
+  }
+  cluster.sync();
+#endif
+}
+
+// counters: [0] the arrival count, [1] the generation, [2, 2 + blocks) the flags.
 template <Barrier kBarrier>
-__global__ void __launch_bounds__(kOnChipThreads) barriers_kernel(int rounds, unsigned* arrived, unsigned* generation) {
+__global__ void __launch_bounds__(kOnChipThreads) barriers_kernel(int rounds, unsigned* counters) {
   for (int r = 0; r < rounds; ++r) {
     if constexpr (kBarrier == Barrier::kGridSync) cg::this_grid().sync();
-    if constexpr (kBarrier == Barrier::kCounter) counter_barrier(arrived, generation, gridDim.x);
+    if constexpr (kBarrier == Barrier::kCounter) counter_barrier(counters, counters + 1);
+    if constexpr (kBarrier == Barrier::kFlags) flag_barrier(counters + 2, static_cast<unsigned>(r) + 1);
+    if constexpr (kBarrier == Barrier::kHierarchical) hierarchical_barrier(counters, counters + 1);
   }
 }
 
-template <Barrier kBarrier>
-double median_ms(int blocks, int rounds, unsigned* counters, cudaStream_t stream) {
-  unsigned* arrived = counters;
-  unsigned* generation = counters + 1;
-  void* args[] = {&rounds, &arrived, &generation};
-  Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
-  std::vector<double> ms;
-  for (int i = 0; i < 7; ++i) {  // 2 warm-up launches, the median of 5
-    start.record(stream);
-    CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(barriers_kernel<kBarrier>), dim3(blocks),
-                                           dim3(kOnChipThreads), args, 0, stream));
-    CUDA_CHECK_LAUNCH();
-    stop.record(stream);
-    stop.synchronize();
-    if (i >= 2) ms.push_back(elapsed_ms(start, stop));
+// What every kind shares: variant 8's grid (its blocks, kOnChipThreads threads each), the
+// counters, and the clock.
+class BarrierBench {
+ public:
+  BarrierBench(int blocks, cudaStream_t stream) : blocks_(blocks), stream_(stream), counters_(2 + blocks) {
+    CUDA_CHECK(cudaMemsetAsync(counters_.data(), 0, counters_.bytes(), stream_));
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    capability_ = device_compute_capability(device);
   }
-  return median(ms);
+  int blocks() const { return blocks_; }
+  const ComputeCapability& capability() const { return capability_; }
+
+  // One cooperative launch of `rounds` barriers (every block resident at once, or a refusal), the
+  // flags zeroed before it. With a cluster size, through cudaLaunchKernelEx with both attributes.
+  template <Barrier kBarrier>
+  void launch(int rounds, int cluster = 0) {
+    CUDA_CHECK(cudaMemsetAsync(counters_.data() + 2, 0, blocks_ * sizeof(unsigned), stream_));
+    unsigned* counters = counters_.data();
+    if (cluster == 0) {
+      void* args[] = {&rounds, &counters};
+      CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(barriers_kernel<kBarrier>), dim3(blocks_),
+                                             dim3(kOnChipThreads), args, 0, stream_));
+    } else {
+      cudaLaunchAttribute attrs[2]{};
+      attrs[0].id = cudaLaunchAttributeCooperative;
+      attrs[0].val.cooperative = 1;
+      attrs[1].id = cudaLaunchAttributeClusterDimension;
+      attrs[1].val.clusterDim = {static_cast<unsigned>(cluster), 1, 1};
+      const cudaLaunchConfig_t cfg = config(attrs, 2);
+      CUDA_CHECK(cudaLaunchKernelEx(&cfg, barriers_kernel<kBarrier>, rounds, counters));
+    }
+    CUDA_CHECK_LAUNCH();
+  }
+
+  // The median of 5 runs of `run` (after 2 warm-ups), in ms, CUDA events around each.
+  double median_ms(const std::function<void()>& run) {
+    Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
+    std::vector<double> ms;
+    for (int i = 0; i < 7; ++i) {
+      start.record(stream_);
+      run();
+      stop.record(stream_);
+      stop.synchronize();
+      if (i >= 2) ms.push_back(elapsed_ms(start, stop));
+    }
+    return median(ms);
+  }
+
+  // ns per barrier of one kind: its launch of `rounds` less the empty launch's, over the rounds.
+  template <Barrier kBarrier>
+  double ns_per_barrier(int rounds, double empty_ms, int cluster = 0) {
+    return (median_ms([&] { launch<kBarrier>(rounds, cluster); }) - empty_ms) * 1e6 / rounds;
+  }
+
+  // The largest cluster (8, 4 or 2 blocks) that divides the grid and whose clusters all fit at
+  // once; 0 if none does.
+  int largest_cluster() {
+    for (int size = 8; size >= 2; size /= 2) {
+      if (blocks_ % size != 0) continue;
+      cudaLaunchAttribute attr{};
+      attr.id = cudaLaunchAttributeClusterDimension;
+      attr.val.clusterDim = {static_cast<unsigned>(size), 1, 1};
+      const cudaLaunchConfig_t cfg = config(&attr, 1);
+      int clusters = 0;
+      CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, barriers_kernel<Barrier::kHierarchical>, &cfg));
+      if (clusters * size >= blocks_) return size;
+    }
+    return 0;
+  }
+
+  // ns per kernel boundary: a CUDA graph of `launches` empty kernels of the same grid.
+  double ns_per_kernel_boundary(int launches) {
+    cudaGraph_t graph = nullptr;
+    {
+      StreamCapture capture(stream_);
+      for (int i = 0; i < launches; ++i) {
+        barriers_kernel<Barrier::kNone><<<blocks_, kOnChipThreads, 0, stream_>>>(0, counters_.data());
+        CUDA_CHECK_LAUNCH();
+      }
+      graph = capture.end();
+    }
+    const GraphExec exec(graph);
+    return median_ms([&] { exec.launch(stream_); }) * 1e6 / launches;
+  }
+
+ private:
+  cudaLaunchConfig_t config(cudaLaunchAttribute* attrs, unsigned attr_count) const {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(blocks_);
+    cfg.blockDim = dim3(kOnChipThreads);
+    cfg.stream = stream_;
+    cfg.attrs = attrs;
+    cfg.numAttrs = attr_count;
+    return cfg;
+  }
+
+  int blocks_;
+  cudaStream_t stream_;
+  DeviceBuffer<unsigned> counters_;
+  ComputeCapability capability_;
+};
+
+// Why the hierarchical kind cannot run here ("" if it can).
+std::string hierarchical_skip_reason(BarrierBench& bench, int cluster) {
+  if (!bench.capability().at_least(9, 0)) return "needs thread-block clusters (compute capability 9.0)";
+  cudaFuncAttributes kernel{};
+  CUDA_CHECK(cudaFuncGetAttributes(&kernel, barriers_kernel<Barrier::kHierarchical>));
+  if (kernel.ptxVersion < 90) return "this build has no sm_90 code for it";
+  if (cluster == 0) return "no cluster of 2, 4 or 8 blocks fits " + std::to_string(bench.blocks()) + " blocks";
+  return "";
 }
 
 }  // namespace
 
 BarrierCosts measure_grid_barriers(int blocks, cudaStream_t stream, int rounds) {
-  DeviceBuffer<unsigned> counters(2);
-  CUDA_CHECK(cudaMemsetAsync(counters.data(), 0, counters.bytes(), stream));
-  const double empty = median_ms<Barrier::kNone>(blocks, rounds, counters.data(), stream);
+  BarrierBench bench(blocks, stream);
+  const double empty = bench.median_ms([&] { bench.launch<Barrier::kNone>(rounds); });
   BarrierCosts c;
   c.blocks = blocks;
-  c.grid_sync_us = (median_ms<Barrier::kGridSync>(blocks, rounds, counters.data(), stream) - empty) * 1e3 / rounds;
-  c.counter_us = (median_ms<Barrier::kCounter>(blocks, rounds, counters.data(), stream) - empty) * 1e3 / rounds;
+  c.kinds.push_back({"grid.sync() (cooperative_groups)", bench.ns_per_barrier<Barrier::kGridSync>(rounds, empty), ""});
+  c.kinds.push_back({"counter: one arrival counter, a generation flag",
+                     bench.ns_per_barrier<Barrier::kCounter>(rounds, empty), ""});
+  BarrierCost flags{"flags: one per block, all read by every block", 0.0, ""};
+  if (blocks <= 32 * kFlagsPerLane) {
+    flags.ns = bench.ns_per_barrier<Barrier::kFlags>(rounds, empty);
+  } else {
+    flags.skipped = "reads at most " + std::to_string(32 * kFlagsPerLane) + " blocks' flags";
+  }
+  c.kinds.push_back(flags);
+  const int cluster = bench.capability().at_least(9, 0) ? bench.largest_cluster() : 0;
+  BarrierCost hierarchical{"hierarchical: cluster barrier, then one arrival per cluster", 0.0,
+                           hierarchical_skip_reason(bench, cluster)};
+  if (hierarchical.skipped.empty()) {
+    c.cluster_blocks = cluster;
+    hierarchical.what += " of " + std::to_string(cluster);
+    hierarchical.ns = bench.ns_per_barrier<Barrier::kHierarchical>(rounds, empty, cluster);
+  }
+  c.kinds.push_back(hierarchical);
+  c.kinds.push_back({"kernel boundary: the next kernel node of a CUDA graph",
+                     bench.ns_per_kernel_boundary(std::min(rounds, kMaxBarrierGraphNodes)), ""});
   return c;
 }
 

@@ -1,22 +1,36 @@
-// barrier.h: what variant 8's grid-wide barrier costs, measured (fused_kernels_bench --barrier).
+// barrier.h: what it costs the blocks of variant 8's launch to meet, measured five ways
+// (fused_kernels_bench --barrier).
 //
 //   const BarrierCosts c = measure_grid_barriers(gpu.on_chip_capacity().blocks, stream);
+//   for (const BarrierCost& b : c.kinds) std::cout << b.what << ": " << b.ns << " ns\n";
 //
-// Both barriers run in a cooperative launch of `blocks` blocks of kOnChipThreads threads (the
-// shape of variant 8), `rounds` barriers in a row and nothing else; the cost of one is the
-// difference from a launch with no barrier, divided by the rounds.
+// Every kind runs `blocks` blocks of kOnChipThreads threads (variant 8's grid: one block per SM),
+// `rounds` barriers in a row and nothing else. For the four barriers inside one
+// launch, the cost of one is the difference from a launch with no barrier, divided by the rounds;
+// the fifth meets at the end of a kernel, so its cost is a whole launch, one kernel node of a
+// CUDA graph of min(rounds, kMaxBarrierGraphNodes) nodes.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <string>
+#include <vector>
+
 namespace workbook::fused {
+
+struct BarrierCost {
+  std::string what;  // "cooperative_groups grid.sync()", ...
+  double ns = 0.0;   // per barrier; not set when skipped
+  std::string skipped;  // why this GPU cannot run it (empty when measured)
+};
 
 struct BarrierCosts {
   int blocks = 0;
-  double grid_sync_us = 0.0;  // cooperative_groups::this_grid().sync()
-  double counter_us = 0.0;    // a hand-written barrier: one arrival counter, a generation flag
+  int cluster_blocks = 0;         // the hierarchical barrier's cluster size (0: not run)
+  std::vector<BarrierCost> kinds;  // in the order of barrier.cu: grid.sync() first
 };
 
+inline constexpr int kMaxBarrierGraphNodes = 500;  // the kernel boundary's graph: min(rounds, this) nodes
 BarrierCosts measure_grid_barriers(int blocks, cudaStream_t stream, int rounds = 2000);
 
 }  // namespace workbook::fused

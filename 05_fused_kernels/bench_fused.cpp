@@ -4,7 +4,7 @@
 //   fused_kernels_bench --sweep --csv sweep.csv    # every size x every variant, checked, then timed
 //   fused_kernels_bench --breakdown                 # per-kernel time of variants 1 and 3 at --points
 //   fused_kernels_bench --trace trace.json          # a Chrome trace of 3 epochs of variants 1, 3, 4, 6
-//   fused_kernels_bench --barrier                   # variant 8's grid barrier, and a hand-written one
+//   fused_kernels_bench --barrier                   # five ways variant 8's blocks can meet, and its epoch
 //
 // Without a mode flag it runs --sweep, --breakdown and --barrier. Every timed or traced run is checked
 // against the float64 reference first, as in the lesson.
@@ -254,8 +254,8 @@ void sweep(const Config& base, const std::vector<std::int64_t>& sizes, const std
   if (!csv.empty()) write_sweep_csv(csv, rows, report);
 }
 
-// --barrier: one grid-wide barrier, cooperative_groups' and a hand-written one, in variant 8's
-// launch shape (every SM); beside it, variant 8's epoch at --points, checked first.
+// --barrier: five ways for the blocks of variant 8's grid (one per SM) to meet, each timed
+// alone (barrier.cu); beside them, variant 8's epoch at --points, checked first.
 void barrier_costs(const Config& config, bool quick, cudaStream_t stream, Report& report) {
   FusedTraining gpu(config, stream);
   if (!gpu.supports(Variant::kOnChip)) {
@@ -271,15 +271,29 @@ void barrier_costs(const Config& config, bool quick, cudaStream_t stream, Report
   ms.erase(ms.begin(), ms.begin() + 2);  // warm-up
   // --quick: few rounds, so that the compute-sanitizer runs of the bench stay short.
   const int rounds = quick ? 200 : 2000;
+  const int graph_nodes = std::min(rounds, kMaxBarrierGraphNodes);
   const BarrierCosts b = measure_grid_barriers(gpu.on_chip_capacity().blocks, stream, rounds);
-  Table table({{"what", "per epoch of variant 8"}, {"us", "us", 2}});
-  table.add_row().set("what", "grid barrier: cooperative_groups grid.sync()").set("us", b.grid_sync_us);
-  table.add_row().set("what", "grid barrier: arrival counter + generation flag").set("us", b.counter_us);
-  table.add_row().set("what", "the whole epoch at " + std::to_string(config.points) + " points").set("us", us_per_epoch(config.epochs, median(ms)));
-  report.out() << format("barrier: %d blocks x %d threads (variant 8's launch), each barrier timed alone (%d in a row, "
-                         "minus an empty launch):\n", b.blocks, kOnChipThreads, rounds);
-  table.print(report.out());
-  report.json()["barrier"] = table.json();
+  Table kinds({{"barrier", "barrier"}, {"ns", "ns each", 0}, {"skipped", "skipped"}});
+  for (const BarrierCost& k : b.kinds) {
+    Table::Row& row = kinds.add_row().set("barrier", k.what);
+    if (k.skipped.empty()) {
+      row.set("ns", k.ns);
+    } else {
+      row.set("skipped", k.skipped);
+    }
+  }
+  const double epoch_us = us_per_epoch(config.epochs, median(ms));
+  report.out() << format("barrier: %d blocks x %d threads (variant 8's grid), each kind timed alone "
+                         "(%d in a row, less an empty launch; the kernel boundary: one node of a graph of %d):\n",
+                         b.blocks, kOnChipThreads, rounds, graph_nodes);
+  kinds.print(report.out());
+  report.out() << format("variant 8's whole epoch at %lld points (grid.sync(), median of 5): %.2f us\n",
+                         static_cast<long long>(config.points), epoch_us);
+  report.json()["barrier"] = kinds.json();
+  report.json()["barrier_rounds"] = rounds;
+  report.json()["barrier_graph_nodes"] = graph_nodes;
+  report.json()["barrier_cluster_blocks"] = b.cluster_blocks;
+  report.json()["on_chip_epoch_us"] = epoch_us;
 }
 
 struct Options {
@@ -299,7 +313,7 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   std::string sizes_text;
   app.add_flag("--sweep", o.sweep, "every size of --sizes x every variant: checked, then timed");
   app.add_flag("--breakdown", o.breakdown, "per-kernel time of variants 1 and 3 at --points");
-  app.add_flag("--barrier", o.barrier, "the cost of one grid-wide barrier in variant 8's launch shape");
+  app.add_flag("--barrier", o.barrier, "five ways for variant 8's blocks to meet, and its epoch");
   app.add_option("--trace", o.trace_path, "write a Chrome trace (Perfetto, chrome://tracing) of 3 epochs of variants 1, 3, 4, 6")
       ->type_name("FILE");
   app.add_option("--sizes", sizes_text, "sweep sizes, e.g. 500,5K,5M (default: the article's, plus 100K)")->type_name("LIST");

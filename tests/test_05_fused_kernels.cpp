@@ -423,8 +423,17 @@ TEST_CASE("programs on the GPU: the lesson, the bench's sweep and breakdown, PAS
     check_timing(row["training_ms"], 2);  // --quick: 2 timed runs
   }
   CHECK(s["quick"] == true);
-  REQUIRE(s["barrier"].size() == 3);  // the default modes include --barrier
-  for (const auto& row : s["barrier"]) CHECK(std::isfinite(row["us"].get<double>()));  // measured (a time, not judged)
+  // The default modes include --barrier: five kinds, each measured (a time, not judged) or skipped
+  // with its reason; grid.sync(), the counter and the kernel boundary run on every GPU of variant 8.
+  REQUIRE(s["barrier"].size() == 5);
+  for (const auto& row : s["barrier"]) {
+    CAPTURE(row.dump());
+    CHECK(row.contains("ns") != row.contains("skipped"));
+    if (row.contains("ns")) CHECK(std::isfinite(row["ns"].get<double>()));
+  }
+  for (int k : {0, 1, 4}) CHECK(s["barrier"][k].contains("ns"));
+  // Variant 8's epoch beside them, checked against the reference before it was timed.
+  CHECK(s["on_chip_epoch_us"].get<double>() > 0);
   // --breakdown: each operation of variants 1 and 3 per epoch, then each variant's total.
   std::map<std::string, std::vector<std::string>> operations;
   for (const auto& row : s["breakdown"]) {
