@@ -55,7 +55,7 @@ elif ((benchmark_status != 0)); then
 fi
 unset benchmark_status benchmark_why benchmark_needs_gpu
 
-# stamped FILE COMMAND...: runs COMMAND with its output (stdout and stderr) on the screen and in
+# stamped FILE COMMAND...: runs COMMAND with its output (stdout and stderr; a .md file stdout) on the screen and in
 # FILE, after the provenance line of COMMAND (common/provenance.py; an HTML comment in a .md file).
 # For the text results of the Python scripts and of tools (nvidia-smi, ncu): the C++ programs print
 # their own line. Returns COMMAND's exit status.
@@ -65,7 +65,9 @@ stamped() {
   [[ $file == *.md ]] && markdown=(--markdown)
   {
     python3 "$(dirname "${BASH_SOURCE[0]}")/provenance.py" "${markdown[@]}" "$@"
-    "$@" 2>&1
+    # A Markdown file (a plot script's summary) is its stdout alone: the script's stderr line
+    # naming the figures it wrote goes to the terminal, not into the table.
+    if ((${#markdown[@]})); then "$@"; else "$@" 2>&1; fi
   } | tee "$file"
   return "${PIPESTATUS[0]}"
 }
