@@ -568,7 +568,8 @@ int run(int argc, char** argv) {
   if (checked && report.passed()) {
     const Stats t = time_training(trainer, got, o.run.common.quick, report);
     row.set("training_ms", timing(t));
-    out << format("== 4. training time of %d epochs (median of %zu runs, %s):\n", config.epochs, t.count,
+    out << format("== 4. training time of %d epochs (%s, %s):\n", config.epochs,
+                  median_of(static_cast<int>(t.count), "run", "runs").c_str(),
                   device.cpu ? "host clock" : "CUDA events; w and b bit-identical in every run");
   }
   if (row.cells().contains("w")) result.print(out);  // a diverged run has nothing to show

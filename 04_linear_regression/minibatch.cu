@@ -576,7 +576,7 @@ void minibatch_story(Report& report, const Dataset& data, const Config& config, 
   }
   out << format("checked against the reference of the same batch order (float64 sums, float32 w and b; 04's"
                 " tolerances); time per epoch,"
-                " median of %d runs (host clock)%s", timed,
+                " %s (host clock)%s", median_of(timed, "run", "runs").c_str(),
                 cpu ? ":\n" : "; copy busy: the share of the last epoch its copies took (CUDA events):\n");
   table.print(out);
   report.json()["minibatch"] = table.json();

@@ -565,8 +565,8 @@ int run(int argc, char** argv) {
       if (variants[i] == Variant::kUnfused) unfused_ms = t.median;
       time_row(t, config, copy_gbps, unfused_ms, table.rows()[i]);
     }
-    out << format("training time of %d epochs (median of %d runs, CUDA events around the epoch loop); bit-identical "
-                  "reruns checked for all but variant 2:\n", config.epochs, o.ladder.repeats);
+    out << format("training time of %d epochs (%s, CUDA events around the epoch loop); bit-identical "
+                  "reruns checked for all but variant 2:\n", config.epochs, median_of(o.ladder.repeats, "run", "runs").c_str());
   }
 
   // 3. One table: the check and the time of every variant.

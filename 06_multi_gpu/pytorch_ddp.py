@@ -45,7 +45,7 @@ for name, value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAS
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 from workbook_cli import (Parser, finish, int_list, integer, number, report_stream, size,  # noqa: E402  (cli.h's
-                          size_list, timing)  # flag rules; timing(): {median, min, max, runs}, as table.h's
+                          size_list, timing, median_of)  # flag rules; timing(): {median, min, max, runs}, as table.h's
 from regression_torch import article_model  # noqa: E402  (nn.Linear(1, 1) from w = 0.83, b = 0.7645)
 
 torch = needs("torch")
@@ -342,12 +342,12 @@ def run_ddp(args, report, failures, log):
     result = measure(args.points, args.nproc, args)
     what = "PyTorch DDP" if args.exchange == "nccl" else "PyTorch, symm_mem one_shot_all_reduce"
     print(f"{what}, {args.nproc} ranks, {args.points} points, {args.epochs} epochs: "
-          f"{result['us_per_epoch']:.2f} us per epoch (median of {args.repeats}); w {result['w']:.9g}, "
+          f"{result['us_per_epoch']:.2f} us per epoch ({median_of(args.repeats, 'run', 'runs')}); w {result['w']:.9g}, "
           f"b {result['b']:.9g}, ranks bit-identical: {result['bit_identical']}", file=log)
     graph = result["exchange_graph_us"]
     graphed = f"{graph['median']:.2f} us" if graph else f"not captured ({result['graph_not_captured']})"
     call = "dist.all_reduce" if args.exchange == "nccl" else "torch.ops.symm_mem.one_shot_all_reduce"
-    print(f"the exchange alone ({call} of 16 bytes, slowest rank, median of {args.repeats}): eager "
+    print(f"the exchange alone ({call} of 16 bytes, slowest rank, {median_of(args.repeats, 'run', 'runs')}): eager "
           f"{result['exchange_eager_us']['median']:.2f} us, CUDA graph {graphed}", file=log)
     report.update(points=args.points, lr=result["lr"], ddp=result)
     if not result["bit_identical"]:

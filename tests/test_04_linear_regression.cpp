@@ -531,6 +531,8 @@ TEST_CASE("program, mini-batches on the CPU: checked against the batch-order ref
   CHECK(rows[0]["check"] == "ok");
   check_timing(rows[0]["epoch_ms"], 1);  // --quick: one timed run
   CHECK(rows[0]["epoch_ms"]["median"].get<double>() > 0.0);
+  CHECK_THAT(r.out, ContainsSubstring("time per epoch, one run (host clock)"));  // not "median of 1 runs"
+  CHECK_THAT(r.out, !ContainsSubstring("median of 1 "));
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--batch-size", "0"}, {"--batch-size", "16009"}, {"--shuffle"}, {"--fill-threads", "2"},
         {"--batch-size", "1", "--epochs", "1000"}, {"--batch-size", "64", "--fill-threads", "0"},

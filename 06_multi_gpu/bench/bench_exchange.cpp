@@ -146,8 +146,8 @@ void exchange_alone_row(const ExchangeRow& r, const char* form, Report& report, 
 int run_exchange_alone(const Options& o, const std::vector<int>& devices, const std::vector<int>& counts,
                        Report& report) {
   std::ostream& out = report.out();
-  out << "-- alone (GPU time per exchange: the slowest GPU's, median of " << o.allreduce.batches << " batches of "
-      << o.allreduce.iterations << "). dp: one process, each GPU's batch queued behind a latch; launch: launched (one "
+  out << "-- alone (GPU time per exchange: the slowest GPU's, " << median_of(o.allreduce.batches, "batch", "batches")
+      << " of " << o.allreduce.iterations << "). dp: one process, each GPU's batch queued behind a latch; launch: launched (one "
       << "call per exchange), graph (the batch replayed as a CUDA graph), one_kernel (the batch inside one kernel); "
       << "exchange none: an empty kernel, the launch alone. ddp: one process per GPU, each rank replaying its graph: "
       << "one_shot (mailboxes over CUDA IPC) behind an all-reduce that lines the ranks up, NCCL (NCCL_GRAPH_MIXING_"
@@ -232,7 +232,7 @@ EpochOutcome epoch_ddp(const Options& o, const char* exchange, const regression:
 int run_exchange_epochs(const Options& o, const std::vector<int>& devices, const std::vector<int>& counts,
                         Report& report) {
   std::ostream& out = report.out();
-  out << "-- in the epoch (time per epoch of the slowest rank, median of " << o.repeats << " runs):\n"
+  out << "-- in the epoch (time per epoch of the slowest rank, " << median_of(o.repeats, "run", "runs") << "):\n"
       << "       points  GPUs  mode  exchange          ran              epoch us  compute us  exchange us  checked\n";
   nlohmann::json rows = nlohmann::json::array();
   for (std::int64_t points : parse_point_list(o.exchange_points, "--exchange-points")) {
@@ -305,7 +305,7 @@ void run_exchange_on_chip(const Options& o, const std::vector<int>& devices, con
   CUDA_CHECK(cudaSetDevice(devices.front()));
   const fused::OnChipRoom room = on_chip_room();
   out << "-- on chip (every epoch in one launch per GPU, each shard kept in its GPU's registers and shared memory, the "
-         "sums meeting by one_shot inside it; time per epoch of the slowest GPU, median of " << o.repeats << " runs); "
+         "sums meeting by one_shot inside it; time per epoch of the slowest GPU, " << median_of(o.repeats, "run", "runs") << "); "
       << "GPU " << devices.front() << "'s room: " << room.capacity.blocks << " blocks hold "
       << fixed(room.capacity.bytes() / 1e6, 1) << " MB = " << room.capacity.points() << " training points\n"
       << "       points  GPUs  mode          train/GPU   epoch us  checked\n";

@@ -301,8 +301,8 @@ int run_scaling(const BenchOptions& o, const std::vector<int>& devices, Report& 
   std::ostream& out = report.out();
   const std::vector<int> counts = usable_gpu_counts(parse_int_list(o.gpu_counts, "--gpu-counts"), static_cast<int>(devices.size()));
   out << "== scaling: DDP ranks (built-in launcher) over " << counts.size() << " GPU count"
-      << (counts.size() == 1 ? "" : "s") << ", each exchange in turn; time per epoch of the slowest rank, median of "
-      << o.repeats << " runs; efficiency against the same exchange on 1 GPU: strong t1 / (n tn), weak t1 / tn\n"
+      << (counts.size() == 1 ? "" : "s") << ", each exchange in turn; time per epoch of the slowest rank, "
+      << median_of(o.repeats, "run", "runs") << "; efficiency against the same exchange on 1 GPU: strong t1 / (n tn), weak t1 / tn\n"
       << "  exchange        kind         points     per GPU  GPUs   epoch us  compute us  exchange us  efficiency  checked\n";
   std::vector<ScalingCase> cases;
   for (std::int64_t p : parse_point_list(o.strong, "--strong")) cases.push_back({"strong", p});

@@ -94,8 +94,8 @@ void run_allreduce(const BenchOptions& o, const std::vector<int>& devices, Repor
   require_memory_on_each(devices, "--max-bytes " + std::to_string(o.max_bytes), ByteCount().add(o.max_bytes, 1, 2));
   out << "== allreduce: NCCL " << NCCL_MAJOR << "." << NCCL_MINOR << "." << NCCL_PATCH << " (headers), " << n
       << " GPU" << (n == 1 ? "" : "s") << " in one process, float sum, out of place; "
-      << o.allreduce.iterations << " back-to-back per batch after " << o.allreduce.warmup << " warm-up, median of "
-      << o.allreduce.batches << " batches; busbw = algbw * 2(n-1)/n = algbw * " << fixed(bus_factor(n), 2) << "\n";
+      << o.allreduce.iterations << " back-to-back per batch after " << o.allreduce.warmup << " warm-up, "
+      << median_of(o.allreduce.batches, "batch", "batches") << "; busbw = algbw * 2(n-1)/n = algbw * " << fixed(bus_factor(n), 2) << "\n";
   out << "multicast off (set by main before any NCCL call): " << forced_environment_text() << "\n";
   const std::vector<AllreduceRow> rows = measure_allreduce(devices, sizes, o.allreduce);
   Table table({{"size", "size"}, {"bytes", ""}, {"time_us", "time us", 2, Column::Style::kTiming},
