@@ -251,7 +251,9 @@ std::vector<AccountingStep> measure_memory_accounting(std::size_t bytes) {
 
 // ---------------------------------------------------------------------------------------------
 // The program, in the order it prints: 1. the runtime's answers, 2. one table of device
-// properties, 3. the peer matrix, 4. the accounting walk-through checked step by step.
+// properties, 3. the peer matrix, 4. the accounting walk-through checked step by step. The
+// README's one-line nvcc build of the bench leaves it out with -DWORKBOOK_LESSON_LIBRARY (CMake
+// renames its main() instead: cmake/WorkbookChapter.cmake).
 #ifndef WORKBOOK_LESSON_LIBRARY
 #include "cli.h"
 #include "format.h"

@@ -309,8 +309,8 @@ NonBlockingCopy non_blocking_copy(void* dst, const void* src, std::size_t bytes,
 
 // ---------------------------------------------------------------------------------------------
 // The program: check every tensor, random number and copy against its source, then time them,
-// then one table. (tensor_transfer_bench and the tests link everything above, and bring their own main.)
-#ifndef WORKBOOK_LESSON_LIBRARY
+// then one table. (tensor_transfer_bench and the tests link this file too, its main() renamed:
+// cmake/WorkbookChapter.cmake.)
 namespace workbook::transfer {
 namespace {
 
@@ -499,4 +499,3 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   return workbook::guarded_main("tensor_transfer", [&] { return workbook::transfer::run(argc, argv); });
 }
-#endif  // WORKBOOK_LESSON_LIBRARY

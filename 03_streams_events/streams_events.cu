@@ -369,8 +369,8 @@ Calibration calibrate(Batch b, cudaStream_t s0, cudaStream_t s1, Repeats repeats
 // ---------------------------------------------------------------------------------------------
 // The program: 1. check every schedule (the serial one against the CPU twin, every other one
 // against the serial one, bit for bit, and the ordering between the two streams), then time each
-// step, 2. to 6., the schedules of step 4 in one table. (streams_events_bench and the tests link everything above, and bring their own main.)
-#ifndef WORKBOOK_LESSON_LIBRARY
+// step, 2. to 6., the schedules of step 4 in one table. (streams_events_bench and the tests link
+// this file too, its main() renamed: cmake/WorkbookChapter.cmake.)
 namespace workbook::streams_events {
 namespace {
 
@@ -575,4 +575,3 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   return workbook::guarded_main("streams_events", [&] { return workbook::streams_events::run(argc, argv); });
 }
-#endif  // WORKBOOK_LESSON_LIBRARY

@@ -385,8 +385,8 @@ void check_run_options(const CLI::App& app, RunOptions& o, const std::string& ba
 
 // ---------------------------------------------------------------------------------------------
 // The program: the data, the float64 reference, the reported run checked against it, then the
-// timed runs, then one table. (linear_regression_bench and the tests link everything above.)
-#ifndef WORKBOOK_LESSON_LIBRARY
+// timed runs, then one table. (linear_regression_bench and the tests link this file too, its
+// main() renamed: cmake/WorkbookChapter.cmake.)
 #include "format.h"
 #include "gpu_probe.h"
 #include "minibatch.h"
@@ -583,4 +583,3 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   return workbook::guarded_main("linear_regression", [&] { return workbook::linear_regression::run(argc, argv); });
 }
-#endif  // WORKBOOK_LESSON_LIBRARY

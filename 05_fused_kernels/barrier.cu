@@ -14,7 +14,7 @@
 //                  one block per cluster arrives on the counter, then the cluster meets again:
 //                  fewer arrivals on the counter, two cluster barriers more (Hopper);
 //   kernel boundary the end of one kernel and the start of the next, as kernel nodes of a CUDA
-//                  graph: what variants 4 and 5 pay per epoch.
+//                  graph: what variant 5's graph pays per epoch (variant 4 launches from the host).
 #include "barrier.h"
 
 #include "compute_capability.h"
@@ -215,13 +215,18 @@ class BarrierBench {
   ComputeCapability capability_;
 };
 
-// Why the hierarchical kind cannot run here ("" if it can).
-std::string hierarchical_skip_reason(BarrierBench& bench, int cluster) {
-  if (!bench.capability().at_least(9, 0)) return "needs thread-block clusters (compute capability 9.0)";
+// Why the hierarchical kind cannot run here ("" if it can): asked before any cluster query, which
+// a GPU or a build without clusters would refuse.
+std::string hierarchical_skip_reason(const BarrierBench& bench) {
+  int device = 0, cluster_launch = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, device));
+  if (!bench.capability().at_least(9, 0) || cluster_launch == 0) {
+    return "needs thread-block clusters (compute capability 9.0)";
+  }
   cudaFuncAttributes kernel{};
   CUDA_CHECK(cudaFuncGetAttributes(&kernel, barriers_kernel<Barrier::kHierarchical>));
   if (kernel.ptxVersion < 90) return "this build has no sm_90 code for it";
-  if (cluster == 0) return "no cluster of 2, 4 or 8 blocks fits " + std::to_string(bench.blocks()) + " blocks";
   return "";
 }
 
@@ -242,9 +247,12 @@ BarrierCosts measure_grid_barriers(int blocks, cudaStream_t stream, int rounds) 
     flags.skipped = "reads at most " + std::to_string(32 * kFlagsPerLane) + " blocks' flags";
   }
   c.kinds.push_back(flags);
-  const int cluster = bench.capability().at_least(9, 0) ? bench.largest_cluster() : 0;
   BarrierCost hierarchical{"hierarchical: cluster barrier, then one arrival per cluster", 0.0,
-                           hierarchical_skip_reason(bench, cluster)};
+                           hierarchical_skip_reason(bench)};
+  const int cluster = hierarchical.skipped.empty() ? bench.largest_cluster() : 0;
+  if (hierarchical.skipped.empty() && cluster == 0) {
+    hierarchical.skipped = "no cluster of 2, 4 or 8 blocks fits " + std::to_string(bench.blocks()) + " blocks";
+  }
   if (hierarchical.skipped.empty()) {
     c.cluster_blocks = cluster;
     hierarchical.what += " of " + std::to_string(cluster);

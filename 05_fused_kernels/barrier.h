@@ -4,8 +4,9 @@
 //   const BarrierCosts c = measure_grid_barriers(gpu.on_chip_capacity().blocks, stream);
 //   for (const BarrierCost& b : c.kinds) std::cout << b.what << ": " << b.ns << " ns\n";
 //
-// Every kind runs `blocks` blocks of kOnChipThreads threads (variant 8's grid: one block per SM),
-// `rounds` barriers in a row and nothing else. For the four barriers inside one
+// Every kind runs `blocks` blocks of kOnChipThreads threads (variant 8's grid, which holds one
+// block per SM; these kernels are lighter, so the hierarchical kind's clusters may be placed two
+// blocks to an SM), `rounds` barriers in a row and nothing else. For the four barriers inside one
 // launch, the cost of one is the difference from a launch with no barrier, divided by the rounds;
 // the fifth meets at the end of a kernel, so its cost is a whole launch, one kernel node of a
 // CUDA graph of min(rounds, kMaxBarrierGraphNodes) nodes.

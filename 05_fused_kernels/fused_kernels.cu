@@ -410,8 +410,7 @@ LaunchShape FusedTraining::shape(Variant v) const {
 
 // ---------------------------------------------------------------------------------------------
 // The program: check every variant against the float64 reference, then time each, then one table.
-// (fused_kernels_bench and the tests link everything above, and bring their own main.)
-#ifndef WORKBOOK_LESSON_LIBRARY
+// (fused_kernels_bench and the tests link this file too, its main() renamed: cmake/WorkbookChapter.cmake.)
 namespace workbook::fused {
 namespace {
 
@@ -582,4 +581,3 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   return workbook::guarded_main("fused_kernels", [&] { return workbook::fused::run(argc, argv); });
 }
-#endif  // WORKBOOK_LESSON_LIBRARY

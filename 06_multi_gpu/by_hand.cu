@@ -173,8 +173,8 @@ ParallelRun train_by_hand_rank(const Problem& problem, const RankSetup& setup, i
 
 }  // namespace workbook::multi_gpu
 
-// The program: train (dp here, or one ddp rank), check, report (support/lesson_main.h).
-#ifndef WORKBOOK_LESSON_LIBRARY
+// The program: train (dp here, or one ddp rank), check, report (support/lesson_main.h). The
+// bench and the tests link this file too, its main() renamed (cmake/WorkbookChapter.cmake).
 int main(int argc, char** argv) {
   using namespace workbook::multi_gpu;
   return lesson_main(
@@ -188,4 +188,3 @@ int main(int argc, char** argv) {
          return train_by_hand_rank(p, setup, o.repeats, o.on_chip);
        }});
 }
-#endif  // WORKBOOK_LESSON_LIBRARY

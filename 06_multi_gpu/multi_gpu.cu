@@ -164,8 +164,8 @@ ParallelRun train_data_parallel(const Problem& problem, const std::vector<int>& 
 }  // namespace workbook::multi_gpu
 
 // The program: train (dp here, or one ddp rank), check against the float64 reference and one GPU,
-// report (support/lesson_main.h). multi_gpu_bench and the tests link everything above.
-#ifndef WORKBOOK_LESSON_LIBRARY
+// report (support/lesson_main.h). multi_gpu_bench and the tests link this file too, its main()
+// renamed (cmake/WorkbookChapter.cmake).
 int main(int argc, char** argv) {
   using namespace workbook::multi_gpu;
   return lesson_main(
@@ -177,4 +177,3 @@ int main(int argc, char** argv) {
        },
        [](const Problem& p, const RankSetup& setup, const LessonOptions& o) { return train_ddp_rank(p, setup, o.repeats); }});
 }
-#endif  // WORKBOOK_LESSON_LIBRARY

@@ -25,10 +25,9 @@
 # Every program exits 77 when it has no usable GPU; ctest reports that as skipped.
 #
 # A LESSON is compiled once, into the library <program>_core that the bench and the tests link,
-# with its main() renamed workbook_<program>_main (-Dmain=...); the program is that library's
-# objects and a two-line main() that calls it (workbook_lesson_main_stub). Compiling the lesson a
-# second time without main() (what WORKBOOK_LESSON_LIBRARY does, for the READMEs' nvcc lines)
-# would double the build's heaviest CUDA compilations.
+# with its main() renamed workbook_<program>_main (-Dmain=...); the program is those objects and a
+# generated two-line main() that calls it (workbook_add_lesson_main, below). Compiling the lesson a
+# second time without its main() would double the build's heaviest CUDA compilations.
 
 # Compile policy shared by the chapters, common/ and tests/: C++17 and CUDA 17, warnings as errors
 # in host and device code, line information so that profilers and compute-sanitizer can name
@@ -63,9 +62,9 @@ function(workbook_add_chapter program)
 
   set(programs ${program})
   if(arg_LESSON)
-    # The lesson's first file holds main(): the program compiles it as it is, the core library
-    # once more without main(). Its other files, and the shared and support files, are compiled
-    # once, into both.
+    # The lesson's first file holds main(), renamed in the one compilation both the program and
+    # the core library take their objects from; its other files, and the shared and support
+    # files, are compiled once too, into both.
     list(GET arg_LESSON 0 lesson_main)
     set(lesson_parts ${arg_LESSON})
     list(REMOVE_AT lesson_parts 0)

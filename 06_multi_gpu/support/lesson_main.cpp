@@ -142,8 +142,9 @@ void report_run(const ParallelRun& run, const regression::Config& c, std::future
     out << format("  epoch %4d  loss %.7g\n", e, run.losses[e]);
   }
   // 6. The time per epoch: the slowest rank's, as every rank waits for it at each all-reduce.
-  out << format("== 6. time per epoch (slowest rank, median of %zu timed runs, CUDA events): %.2f us\n",
-                run.slowest().training_ms.count, run.slowest().epoch_us);
+  out << format("== 6. time per epoch (slowest rank, %s, CUDA events): %.2f us\n",
+                median_of(static_cast<int>(run.slowest().training_ms.count), "timed run", "timed runs").c_str(),
+                run.slowest().epoch_us);
 }
 
 int run_dp(const LessonProgram& program, const LessonOptions& o) {
