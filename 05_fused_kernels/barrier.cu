@@ -19,8 +19,8 @@
 
 #include "compute_capability.h"
 #include "cuda_check.h"
+#include "event_timer.h"
 #include "fused_kernels.h"
-#include "stats.h"
 #include "stream.h"
 
 #include <cooperative_groups.h>
@@ -30,7 +30,6 @@
 #include <cstddef>
 #include <functional>
 #include <string>
-#include <vector>
 
 namespace workbook::fused {
 namespace {
@@ -148,18 +147,7 @@ class BarrierBench {
   }
 
   // The median of 5 runs of `run` (after 2 warm-ups), in ms, CUDA events around each.
-  double median_ms(const std::function<void()>& run) {
-    Event start(EventTiming::kEnabled), stop(EventTiming::kEnabled);
-    std::vector<double> ms;
-    for (int i = 0; i < 7; ++i) {
-      start.record(stream_);
-      run();
-      stop.record(stream_);
-      stop.synchronize();
-      if (i >= 2) ms.push_back(elapsed_ms(start, stop));
-    }
-    return median(ms);
-  }
+  double median_ms(const std::function<void()>& run) { return time_on_stream(stream_, {2, 5}, run).median; }
 
   // ns per barrier of one kind: its launch of `rounds` less the empty launch's, over the rounds.
   template <Barrier kBarrier>
