@@ -100,22 +100,47 @@ __device__ void hierarchical_barrier(unsigned* arrived, unsigned* generation) {
 #endif
 }
 
-// counters: [0] the arrival count, [1] the generation, [2, 2 + blocks) the flags.
-template <Barrier kBarrier>
-__global__ void __launch_bounds__(kOnChipThreads) barriers_kernel(int rounds, unsigned* counters) {
+// The check a barrier must pass before it is timed: before round r's barrier each block posts r + 1
+// in its slot (plain stores, as a kernel's data), after it every block reads every block's slot
+// (plain loads) and counts those that do not hold r + 1. check: [0] that count, then two rows of
+// slots, by round parity: a block posts round r + 2 into a row only after barrier r + 1, which
+// every reader of round r has reached.
+__device__ void post_round(unsigned* check, int r) {
+  if (threadIdx.x == 0) check[1 + (r & 1) * gridDim.x + blockIdx.x] = static_cast<unsigned>(r) + 1;
+}
+__device__ void verify_round(unsigned* check, int r) {
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
+    if (check[1 + (r & 1) * gridDim.x + b] != static_cast<unsigned>(r) + 1) atomicAdd(check, 1u);
+  }
+}
+
+// counters: [0] the arrival count, [1] the generation, [2, 2 + blocks) the flags. kChecked: each
+// round posted and verified around the barrier (the timed launches leave it out).
+template <Barrier kBarrier, bool kChecked = false>
+__global__ void __launch_bounds__(kOnChipThreads) barriers_kernel(int rounds, unsigned* counters, unsigned* check) {
   for (int r = 0; r < rounds; ++r) {
+    if constexpr (kChecked) post_round(check, r);
     if constexpr (kBarrier == Barrier::kGridSync) cg::this_grid().sync();
     if constexpr (kBarrier == Barrier::kCounter) counter_barrier(counters, counters + 1);
     if constexpr (kBarrier == Barrier::kFlags) flag_barrier(counters + 2, static_cast<unsigned>(r) + 1);
     if constexpr (kBarrier == Barrier::kHierarchical) hierarchical_barrier(counters, counters + 1);
+    if constexpr (kChecked) verify_round(check, r);
   }
+}
+
+// The kernel boundary's check: kernel `round` of a sequence first verifies what the one before it
+// posted, then posts its own.
+__global__ void __launch_bounds__(kOnChipThreads) boundary_check_kernel(int round, unsigned* check) {
+  if (round > 0) verify_round(check, round - 1);
+  post_round(check, round);
 }
 
 // What every kind shares: variant 8's grid (its blocks, kOnChipThreads threads each), the
 // counters, and the clock.
 class BarrierBench {
  public:
-  BarrierBench(int blocks, cudaStream_t stream) : blocks_(blocks), stream_(stream), counters_(2 + blocks) {
+  BarrierBench(int blocks, cudaStream_t stream)
+      : blocks_(blocks), stream_(stream), counters_(2 + blocks), check_(1 + 2 * static_cast<std::size_t>(blocks)) {
     CUDA_CHECK(cudaMemsetAsync(counters_.data(), 0, counters_.bytes(), stream_));
     int device = 0;
     CUDA_CHECK(cudaGetDevice(&device));
@@ -126,14 +151,15 @@ class BarrierBench {
 
   // One cooperative launch of `rounds` barriers (every block resident at once, or a refusal), the
   // flags zeroed before it. With a cluster size, through cudaLaunchKernelEx with both attributes.
-  template <Barrier kBarrier>
+  template <Barrier kBarrier, bool kChecked = false>
   void launch(int rounds, int cluster = 0) {
     CUDA_CHECK(cudaMemsetAsync(counters_.data() + 2, 0, blocks_ * sizeof(unsigned), stream_));
     unsigned* counters = counters_.data();
+    unsigned* check = kChecked ? check_.data() : nullptr;
     if (cluster == 0) {
-      void* args[] = {&rounds, &counters};
-      CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(barriers_kernel<kBarrier>), dim3(blocks_),
-                                             dim3(kOnChipThreads), args, 0, stream_));
+      void* args[] = {&rounds, &counters, &check};
+      CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(barriers_kernel<kBarrier, kChecked>),
+                                             dim3(blocks_), dim3(kOnChipThreads), args, 0, stream_));
     } else {
       cudaLaunchAttribute attrs[2]{};
       attrs[0].id = cudaLaunchAttributeCooperative;
@@ -141,13 +167,30 @@ class BarrierBench {
       attrs[1].id = cudaLaunchAttributeClusterDimension;
       attrs[1].val.clusterDim = {static_cast<unsigned>(cluster), 1, 1};
       const cudaLaunchConfig_t cfg = config(attrs, 2);
-      CUDA_CHECK(cudaLaunchKernelEx(&cfg, barriers_kernel<kBarrier>, rounds, counters));
+      CUDA_CHECK(cudaLaunchKernelEx(&cfg, barriers_kernel<kBarrier, kChecked>, rounds, counters, check));
     }
     CUDA_CHECK_LAUNCH();
   }
 
   // The median of 5 runs of `run` (after 2 warm-ups), in ms, CUDA events around each.
   double median_ms(const std::function<void()>& run) { return time_on_stream(stream_, {2, 5}, run).median; }
+
+  // Slots that did not hold their round after the barrier, over `rounds` checked rounds of one
+  // kind (0 for a barrier that works).
+  template <Barrier kBarrier>
+  unsigned mismatches(int rounds, int cluster = 0) {
+    CUDA_CHECK(cudaMemsetAsync(check_.data(), 0, check_.bytes(), stream_));
+    launch<kBarrier, true>(rounds, cluster);
+    return read_mismatches();
+  }
+  unsigned boundary_mismatches(int launches) {
+    CUDA_CHECK(cudaMemsetAsync(check_.data(), 0, check_.bytes(), stream_));
+    for (int i = 0; i <= launches; ++i) {  // the last one only verifies the one before it
+      boundary_check_kernel<<<blocks_, kOnChipThreads, 0, stream_>>>(i, check_.data());
+      CUDA_CHECK_LAUNCH();
+    }
+    return read_mismatches();
+  }
 
   // ns per barrier of one kind: its launch of `rounds` less the empty launch's, over the rounds.
   template <Barrier kBarrier>
@@ -177,7 +220,7 @@ class BarrierBench {
     {
       StreamCapture capture(stream_);
       for (int i = 0; i < launches; ++i) {
-        barriers_kernel<Barrier::kNone><<<blocks_, kOnChipThreads, 0, stream_>>>(0, counters_.data());
+        barriers_kernel<Barrier::kNone><<<blocks_, kOnChipThreads, 0, stream_>>>(0, counters_.data(), nullptr);
         CUDA_CHECK_LAUNCH();
       }
       graph = capture.end();
@@ -187,6 +230,12 @@ class BarrierBench {
   }
 
  private:
+  unsigned read_mismatches() {
+    unsigned count = 0;
+    CUDA_CHECK(cudaMemcpyAsync(&count, check_.data(), sizeof count, cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return count;
+  }
   cudaLaunchConfig_t config(cudaLaunchAttribute* attrs, unsigned attr_count) const {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(blocks_);
@@ -200,6 +249,7 @@ class BarrierBench {
   int blocks_;
   cudaStream_t stream_;
   DeviceBuffer<unsigned> counters_;
+  DeviceBuffer<unsigned> check_;  // the mismatch count, then two rows of slots (post_round)
   ComputeCapability capability_;
 };
 
@@ -225,18 +275,32 @@ BarrierCosts measure_grid_barriers(int blocks, cudaStream_t stream, int rounds) 
   const double empty = bench.median_ms([&] { bench.launch<Barrier::kNone>(rounds); });
   BarrierCosts c;
   c.blocks = blocks;
-  c.kinds.push_back({"grid.sync() (cooperative_groups)", bench.ns_per_barrier<Barrier::kGridSync>(rounds, empty), ""});
-  c.kinds.push_back({"counter: one arrival counter, a generation flag",
-                     bench.ns_per_barrier<Barrier::kCounter>(rounds, empty), ""});
-  BarrierCost flags{"flags: one per block, all read by every block", 0.0, ""};
+  auto kind = [](const char* what) {
+    BarrierCost k;
+    k.what = what;
+    return k;
+  };
+  // Each kind checked over `rounds` rounds, then timed.
+  auto measured = [&](BarrierCost k, auto checked, auto timed) {
+    k.mismatches = checked();
+    k.checked = true;
+    k.ns = timed();
+    c.kinds.push_back(k);
+  };
+  measured(kind("grid.sync() (cooperative_groups)"), [&] { return bench.mismatches<Barrier::kGridSync>(rounds); },
+           [&] { return bench.ns_per_barrier<Barrier::kGridSync>(rounds, empty); });
+  measured(kind("counter: one arrival counter, a generation flag"), [&] { return bench.mismatches<Barrier::kCounter>(rounds); },
+           [&] { return bench.ns_per_barrier<Barrier::kCounter>(rounds, empty); });
+  BarrierCost flags = kind("flags: one per block, all read by every block");
   if (blocks <= 32 * kFlagsPerLane) {
-    flags.ns = bench.ns_per_barrier<Barrier::kFlags>(rounds, empty);
+    measured(flags, [&] { return bench.mismatches<Barrier::kFlags>(rounds); },
+             [&] { return bench.ns_per_barrier<Barrier::kFlags>(rounds, empty); });
   } else {
     flags.skipped = "reads at most " + std::to_string(32 * kFlagsPerLane) + " blocks' flags";
+    c.kinds.push_back(flags);
   }
-  c.kinds.push_back(flags);
-  BarrierCost hierarchical{"hierarchical: cluster barrier, then one arrival per cluster", 0.0,
-                           hierarchical_skip_reason(bench)};
+  BarrierCost hierarchical = kind("hierarchical: cluster barrier, then one arrival per cluster");
+  hierarchical.skipped = hierarchical_skip_reason(bench);
   const int cluster = hierarchical.skipped.empty() ? bench.largest_cluster() : 0;
   if (hierarchical.skipped.empty() && cluster == 0) {
     hierarchical.skipped = "no cluster of 2, 4 or 8 blocks fits " + std::to_string(bench.blocks()) + " blocks";
@@ -244,11 +308,14 @@ BarrierCosts measure_grid_barriers(int blocks, cudaStream_t stream, int rounds) 
   if (hierarchical.skipped.empty()) {
     c.cluster_blocks = cluster;
     hierarchical.what += " of " + std::to_string(cluster);
-    hierarchical.ns = bench.ns_per_barrier<Barrier::kHierarchical>(rounds, empty, cluster);
+    measured(hierarchical, [&] { return bench.mismatches<Barrier::kHierarchical>(rounds, cluster); },
+             [&] { return bench.ns_per_barrier<Barrier::kHierarchical>(rounds, empty, cluster); });
+  } else {
+    c.kinds.push_back(hierarchical);
   }
-  c.kinds.push_back(hierarchical);
-  c.kinds.push_back({"kernel boundary: the next kernel node of a CUDA graph",
-                     bench.ns_per_kernel_boundary(std::min(rounds, kMaxBarrierGraphNodes)), ""});
+  const int launches = std::min(rounds, kMaxBarrierGraphNodes);
+  measured(kind("kernel boundary: the next kernel node of a CUDA graph"), [&] { return bench.boundary_mismatches(launches); },
+           [&] { return bench.ns_per_kernel_boundary(launches); });
   return c;
 }
 

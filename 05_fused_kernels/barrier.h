@@ -9,7 +9,8 @@
 // blocks to an SM), `rounds` barriers in a row and nothing else. For the four barriers inside one
 // launch, the cost of one is the difference from a launch with no barrier, divided by the rounds;
 // the fifth meets at the end of a kernel, so its cost is a whole launch, one kernel node of a
-// CUDA graph of min(rounds, kMaxBarrierGraphNodes) nodes.
+// CUDA graph of min(rounds, kMaxBarrierGraphNodes) nodes. Before it is timed, each kind runs as
+// many rounds checked: every block posts the round, and after the barrier reads every block's post.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -20,9 +21,11 @@
 namespace workbook::fused {
 
 struct BarrierCost {
-  std::string what;  // "cooperative_groups grid.sync()", ...
-  double ns = 0.0;   // per barrier; not set when skipped
-  std::string skipped;  // why this GPU cannot run it (empty when measured)
+  std::string what;       // "grid.sync() (cooperative_groups)", ...
+  double ns = 0.0;        // per barrier; not set when skipped
+  std::string skipped;    // why this GPU cannot run it (empty when measured)
+  bool checked = false;   // run with every round posted and verified before it was timed
+  unsigned mismatches = 0;  // slots that did not hold their round after the barrier (0: it works)
 };
 
 struct BarrierCosts {

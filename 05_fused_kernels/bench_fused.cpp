@@ -273,18 +273,20 @@ void barrier_costs(const Config& config, bool quick, cudaStream_t stream, Report
   const int rounds = quick ? 200 : 2000;
   const int graph_nodes = std::min(rounds, kMaxBarrierGraphNodes);
   const BarrierCosts b = measure_grid_barriers(gpu.on_chip_capacity().blocks, stream, rounds);
-  Table kinds({{"barrier", "barrier"}, {"ns", "ns each", 0}, {"skipped", "skipped"}});
+  Table kinds({{"barrier", "barrier"}, {"check", "check"}, {"ns", "ns each", 0}, {"skipped", "skipped"}});
   for (const BarrierCost& k : b.kinds) {
     Table::Row& row = kinds.add_row().set("barrier", k.what);
-    if (k.skipped.empty()) {
-      row.set("ns", k.ns);
-    } else {
+    if (!k.skipped.empty()) {
       row.set("skipped", k.skipped);
+      continue;
     }
+    report.check(k.mismatches == 0, k.what + ": " + std::to_string(k.mismatches) + " slots did not hold their round after it");
+    row.set("check", k.mismatches == 0 ? "ok" : "FAILED").set("ns", k.ns);
   }
   const double epoch_us = us_per_epoch(config.epochs, median(ms));
   report.out() << format("barrier: %d blocks x %d threads (variant 8's grid), each kind timed alone "
-                         "(%d in a row, less an empty launch; the kernel boundary: one node of a graph of %d):\n",
+                         "(%d in a row, less an empty launch; the kernel boundary: one node of a graph of %d), each checked "
+                         "first (every block posts each round, then reads every block's post):\n",
                          b.blocks, kOnChipThreads, rounds, graph_nodes);
   kinds.print(report.out());
   report.out() << format("variant 8's whole epoch at %lld points (grid.sync(), median of 5): %.2f us\n",

@@ -429,7 +429,10 @@ TEST_CASE("programs on the GPU: the lesson, the bench's sweep and breakdown, PAS
   for (const auto& row : s["barrier"]) {
     CAPTURE(row.dump());
     CHECK(row.contains("ns") != row.contains("skipped"));
-    if (row.contains("ns")) CHECK(std::isfinite(row["ns"].get<double>()));
+    if (row.contains("ns")) {
+      CHECK(row["check"] == "ok");  // every block saw every block's post of every round
+      CHECK(std::isfinite(row["ns"].get<double>()));
+    }
   }
   for (int k : {0, 1, 4}) CHECK(s["barrier"][k].contains("ns"));
   // Variant 8's epoch beside them, checked against the reference before it was timed.
