@@ -8,6 +8,7 @@
 //   linear_regression_bench --batch-sizes 4K,64K,1M  # part 2: each pipeline's epoch against the batch size
 //   linear_regression_bench --batch-sizes 64K --shuffle --trace trace.json   # and 8 steps of each on a timeline
 //   linear_regression_bench --sync-every 1,10,200    # what loss.item() every k epochs costs
+//   linear_regression_bench --copy-sizes 64K,256K,1M # a copy's share of the bus at a batch's size, four ways
 //
 // A pair of CUDA events around each launcher call (the host clock around each twin on the CPU);
 // the median of each step over the epochs. The run is checked against the float64 reference
@@ -25,6 +26,7 @@
 #include "regression_cli.h"
 #include "regression_data.h"
 #include "report.h"
+#include "small_copies.h"
 #include "stats.h"
 #include "stream.h"
 #include "table.h"
@@ -284,8 +286,34 @@ struct Options {
   RunOptions run;
   std::vector<std::int64_t> batch_sizes;  // --batch-sizes: part 2's sweep
   std::vector<std::int64_t> sync_every;   // --sync-every: the cost of reading the loss
+  std::vector<std::int64_t> copy_sizes;   // --copy-sizes: bytes per copy, four ways
   std::string trace_path;
 };
+
+// --copy-sizes: every way of small_copies.h at every size, against the bus's rate for one copy of
+// all the bytes (the bound part 2's pipelines are measured against).
+constexpr std::size_t kCopyPassBytes = 64'000'000;  // each pass: 1,000 copies of 64K down to 64 of 1M
+
+void copy_size_sweep(const std::vector<std::int64_t>& sizes, Report& report) {
+  Stream stream;
+  const double bound = pinned_h2d_gbps(kCopyPassBytes, stream.get());
+  std::vector<std::size_t> bytes(sizes.begin(), sizes.end());
+  const std::vector<CopyRate> rates = measure_small_copies(bytes, kCopyPassBytes, stream.get());
+  Table table({{"size", "bytes per copy"}, {"way", "way"}, {"gbps", "GB/s", 1},
+               {"bound_percent", "% of bound", 1}, {"check", "check"}});
+  for (const CopyRate& r : rates) {
+    report.check(r.correct, std::string(copy_way_name(r.way)) + " at " + std::to_string(r.size) + " bytes: not every byte arrived");
+    table.add_row().set("size", static_cast<std::int64_t>(r.size)).set("way", copy_way_name(r.way)).set("gbps", r.gbps)
+        .set("bound_percent", 100.0 * r.gbps / bound).set("check", r.correct ? "ok" : "FAILED");
+  }
+  report.out() << format("pinned host to device, %zu bytes in pieces of each size, one stream; the bound: one copy "
+                         "of it all, %.1f GB/s (median of 10); each way the median of 5 passes, every byte checked:\n",
+                         kCopyPassBytes, bound);
+  table.print(report.out());
+  report.json()["pcie_bound_gbps"] = bound;
+  report.json()["copy_pass_bytes"] = kCopyPassBytes;
+  report.json()["small_copies"] = table.json();
+}
 
 std::optional<int> parse_options(int argc, char** argv, Options& o) {
   CLI::App app{"Chapter 04's harness: the time of each training step per epoch, against the copy ceiling"};
@@ -295,6 +323,11 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   app.add_option("--batch-sizes", batch_sizes, "part 2: sweep the mini-batch pipelines over these batch sizes (e.g. 4K,64K,1M)")
       ->type_name("LIST");
   app.add_option("--sync-every", sync_every, "time the loop with the loss read every k epochs, for each k (e.g. 1,10,200)")
+      ->type_name("LIST");
+  std::string copy_sizes;
+  app.add_option("--copy-sizes", copy_sizes,
+                 "the bus's share a host-to-device copy of each size gets, four ways (bytes, e.g. 64K,256K,1M; each a "
+                 "multiple of 16 dividing 64M)")
       ->type_name("LIST");
   app.add_option("--trace", o.trace_path,
                  "part 2, with one batch size: write a Chrome trace (Perfetto, chrome://tracing) of 8 steps of each pipeline")
@@ -310,6 +343,17 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   }
   if (sweep) o.batch_sizes = parse_size_list("--batch-sizes", batch_sizes, 1, split_of(config.points).train);
   if (sweep && cpu) throw UsageError("--batch-sizes sweeps the GPU pipelines: not with --device cpu");
+  if (app.count("--copy-sizes")) {
+    if (sweep || !o.sync_every.empty() || cpu) {
+      throw UsageError("--copy-sizes times copies alone: not with --batch-sizes, --sync-every or --device cpu");
+    }
+    o.copy_sizes = parse_size_list("--copy-sizes", copy_sizes, 16, kCopyPassBytes);
+    for (const std::int64_t size : o.copy_sizes) {
+      if (size % 16 != 0 || kCopyPassBytes % size != 0) {
+        throw UsageError("--copy-sizes: " + std::to_string(size) + " is not a multiple of 16 dividing 64M (64000000)");
+      }
+    }
+  }
   for (const std::int64_t size : o.batch_sizes) {
     validate(BatchPlan{size, o.run.shuffle, config.seed}, split_of(config.points).train, config.epochs, "--batch-sizes");
   }
@@ -420,6 +464,10 @@ int run(int argc, char** argv) {
   }
   if (!o.sync_every.empty()) {
     sync_cost(config, o.sync_every, report);
+    return report.finish();
+  }
+  if (!o.copy_sizes.empty()) {
+    copy_size_sweep(o.copy_sizes, report);
     return report.finish();
   }
   std::ostream& out = report.out();

@@ -40,6 +40,9 @@ stamped "$results/pytorch_minibatch.txt" python3 "$here/pytorch_minibatch.py" --
   | tee "$results/minibatch_fill_threads_4.txt" || status=1
 "$build/linear_regression" --batch-size 64K --shuffle --device cpu --json "$results/minibatch_cpu.json" \
   | tee "$results/minibatch_cpu.txt" || status=1
+# What one copy of a batch's size gets of the bus, four ways (64K points of x or y = 256K bytes).
+"$build/linear_regression_bench" --copy-sizes 64K,128K,256K,512K,1M --json "$results/small_copies.json" \
+  | tee "$results/small_copies.txt" || status=1
 # Part 1's loop with the loss read back every k epochs.
 "$build/linear_regression_bench" --sync-every 1,10,200 --json "$results/sync_cost.json" | tee "$results/sync_cost.txt" \
   || status=1

@@ -629,9 +629,14 @@ TEST_CASE("bench --batch-sizes, --sync-every and --trace: refused on the CPU, to
         {"--sync-every", "1", "--batch-sizes", "4K"}, {"--trace", "t.json"}, {"--batch-sizes", "4K,8K", "--trace", "t.json"},
         {"--batch-sizes", "4K", "--trace", ""}, {"--batch-sizes", "4K", "--trace"},
         {"--batch-sizes", "4K", "--trace", "/no/such/folder/t.json"}, {"--batch-sizes", "4K", "--trace", "."},
-        {"--json", "."}}) {
+        {"--json", "."}, {"--copy-sizes", "64K", "--device", "cpu"}, {"--copy-sizes", "64K", "--batch-sizes", "4K"},
+        {"--copy-sizes", "64K", "--sync-every", "1"}, {"--copy-sizes", "8"}, {"--copy-sizes", "1000"},
+        {"--copy-sizes", "3M"}, {"--copy-sizes", "65M"}, {"--copy-sizes", ""}}) {
     check_one_line(with_args({WORKBOOK_BENCH_PROGRAM, "--quick"}, args), 2);
   }
+  // 1,000 bytes is a multiple of 8, not of 16; 3M does not divide the 64M a pass moves.
+  check_one_line({WORKBOOK_BENCH_PROGRAM, "--copy-sizes", "1000"}, 2,
+                 StartsWith("error: --copy-sizes: 1000 is not a multiple of 16 dividing 64M"));
   // The line names the flag given, and the bound is the training points (16,008 of --quick's 20,011).
   check_one_line({WORKBOOK_BENCH_PROGRAM, "--quick", "--batch-sizes", "20000"}, 2,
                  StartsWith("error: --batch-sizes") && ContainsSubstring("16008"));
@@ -651,6 +656,26 @@ TEST_CASE("bench --batch-sizes on the GPU: every pipeline at every size, checked
   for (const auto& row : rows) {
     CHECK(row["check"] == "ok");
     check_timing(row["epoch_ms"], 1);
+  }
+}
+
+TEST_CASE("bench --copy-sizes on the GPU: every way at every size, every byte checked, against the bus's bound", "[gpu]") {
+  const std::string json = temp_path("small_copies.json");
+  const ProgramResult r = run_program({WORKBOOK_BENCH_PROGRAM, "--copy-sizes", "64K,1M", "--json", json});
+  skip_if_no_gpu(r);
+  CAPTURE(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = read_json(json);
+  CHECK(j["pcie_bound_gbps"].get<double>() > 0);
+  const nlohmann::json& rows = j["small_copies"];
+  const std::vector<std::string> ways{"memcpy_async", "batched", "graph", "kernel", "two_streams"};
+  REQUIRE(rows.size() == 2 * ways.size());  // sizes x ways, in that order
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    CAPTURE(rows[i].dump());
+    CHECK(rows[i]["size"] == (i < ways.size() ? 64'000 : 1'000'000));
+    CHECK(rows[i]["way"] == ways[i % ways.size()]);
+    CHECK(rows[i]["check"] == "ok");
+    CHECK(rows[i]["gbps"].get<double>() > 0);  // measured (a rate, not judged)
   }
 }
 
