@@ -8,7 +8,7 @@
 //   linear_regression_bench --batch-sizes 4K,64K,1M  # part 2: each pipeline's epoch against the batch size
 //   linear_regression_bench --batch-sizes 64K --shuffle --trace trace.json   # and 8 steps of each on a timeline
 //   linear_regression_bench --sync-every 1,10,200    # what loss.item() every k epochs costs
-//   linear_regression_bench --copy-sizes 64K,256K,1M # a copy's share of the bus at a batch's size, four ways
+//   linear_regression_bench --copy-sizes 64K,256K,1M # a copy's share of the bus at a batch's size, five ways
 //
 // A pair of CUDA events around each launcher call (the host clock around each twin on the CPU);
 // the median of each step over the epochs. The run is checked against the float64 reference
@@ -145,7 +145,8 @@ StepTimes cpu_step_times(const Dataset& data, const Config& config) {
 // events would cost the sweep time) and checked like the others, with a pair of CUDA events around
 // the copy and the step of the first kTracedSteps steps of its last epoch (minibatch.h's
 // StepTrace). Two tracks per pipeline, its copy and its compute stream; pipelines 1 and 2 queue
-// their copies on the compute stream, so their copy stream's track stays empty.
+// their copies on the compute stream, so their copy stream's track stays empty, and pipeline 5's
+// shows one copy, of the group of batches the traced steps start.
 constexpr int kTracedSteps = 8;
 
 void trace_pipelines(const Dataset& data, const Config& config, const BatchPlan& plan, const TrainingResult& want,
@@ -286,7 +287,7 @@ struct Options {
   RunOptions run;
   std::vector<std::int64_t> batch_sizes;  // --batch-sizes: part 2's sweep
   std::vector<std::int64_t> sync_every;   // --sync-every: the cost of reading the loss
-  std::vector<std::int64_t> copy_sizes;   // --copy-sizes: bytes per copy, four ways
+  std::vector<std::int64_t> copy_sizes;   // --copy-sizes: bytes per copy, five ways
   std::string trace_path;
 };
 
@@ -326,7 +327,7 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
       ->type_name("LIST");
   std::string copy_sizes;
   app.add_option("--copy-sizes", copy_sizes,
-                 "the bus's share a host-to-device copy of each size gets, four ways (bytes, e.g. 64K,256K,1M; each a "
+                 "the bus's share a host-to-device copy of each size gets, five ways (bytes, e.g. 64K,256K,1M; each a "
                  "multiple of 16 dividing 64M)")
       ->type_name("LIST");
   app.add_option("--trace", o.trace_path,

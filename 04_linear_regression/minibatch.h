@@ -78,17 +78,19 @@ TrainingResult train_minibatch_cpu(const Dataset& data, const Config& config, co
 
 // ---------------------------------------------------------------------------------------------
 // The GPU side: the training set stays in host memory and reaches the GPU batch by batch, by
-// one of four pipelines, each a step closer to what the bus allows.
+// one of five pipelines, each a step closer to what the bus allows.
 enum class Pipeline {
   kPageable = 1,   // x.to('cuda') per batch from plain host memory: a staged, synchronous copy
   kStaged = 2,     // one pinned staging buffer: copy in on the host, copy over, train, repeat
   kRing = 3,       // DataLoader(pin_memory=True): host threads fill a ring of pinned slots while
                    // the copy stream moves the previous ones and the GPU trains on them
   kPinnedSet = 4,  // the whole training set pinned once: each batch copied straight from it
+  kBatched = 5,    // as 4, but the copies of up to kCopyGroup steps go in one cudaMemcpyBatchAsync
 };
-inline constexpr int kPipelineCount = 4;
-inline constexpr int kRingSlots = 4;  // pinned and device slots of pipelines 3 and 4
-const char* pipeline_name(Pipeline p);  // "pageable", "staged", "ring", "pinned_set"
+inline constexpr int kPipelineCount = 5;
+inline constexpr int kRingSlots = 4;   // pinned and device slots of pipelines 3 and 4
+inline constexpr int kCopyGroup = 16;  // steps whose batches pipeline 5 copies in one call
+const char* pipeline_name(Pipeline p);  // "pageable", "staged", "ring", "pinned_set", "batched"
 
 struct MinibatchRun {
   TrainingResult result;       // checked against train_minibatch_reference

@@ -1,4 +1,4 @@
-// small_copies.cu: four ways to bring many small pieces of pinned host memory to the GPU, each
+// small_copies.cu: five ways to bring many small pieces of pinned host memory to the GPU, each
 // timed over the same bytes and checked byte for byte (small_copies.h).
 //
 // A copy engine moves a pinned buffer at the bus's rate once it is going; what it costs to get

@@ -1,4 +1,4 @@
-// small_copies.h: how much of the bus a host-to-device copy of a mini-batch's size gets, four
+// small_copies.h: how much of the bus a host-to-device copy of a mini-batch's size gets, five
 // ways (linear_regression_bench --copy-sizes). A batch of 64,000 points is two copies of 256 KB;
 // at that size a copy's fixed cost is a large part of its time, and part 2's pipelines pay it
 // twice a step.

@@ -542,7 +542,7 @@ TEST_CASE("program, mini-batches on the CPU: checked against the batch-order ref
   }
 }
 
-TEST_CASE("GPU mini-batch pipelines: each matches the batch-order reference, all four the same bits", "[gpu]") {
+TEST_CASE("GPU mini-batch pipelines: each matches the batch-order reference, all five the same bits", "[gpu]") {
   require_gpus(1);
   Config config;
   config.points = 100'003;  // 80'002 training points
@@ -572,7 +572,7 @@ TEST_CASE("GPU mini-batch pipelines: each matches the batch-order reference, all
   }
 }
 
-TEST_CASE("program, mini-batches on the GPU: four pipelines checked, timed, against the PCIe bound", "[gpu]") {
+TEST_CASE("program, mini-batches on the GPU: five pipelines checked, timed, against the PCIe bound", "[gpu]") {
   const std::string json = temp_path("gpu_minibatch.json");
   const ProgramResult r = run_program({WORKBOOK_PROGRAM, "--quick", "--batch-size", "4096", "--shuffle", "--json", json});
   skip_if_no_gpu(r);
@@ -580,7 +580,7 @@ TEST_CASE("program, mini-batches on the GPU: four pipelines checked, timed, agai
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, ContainsSubstring("PCIe bound: the best pinned host-to-device copy here"));
   const nlohmann::json rows = read_json(json)["minibatch"];
-  REQUIRE(rows.size() == 4);
+  REQUIRE(rows.size() == kPipelineCount);
   for (const auto& row : rows) {
     CAPTURE(row.dump());
     CHECK(row["check"] == "ok");
@@ -713,16 +713,25 @@ TEST_CASE("bench --trace on the GPU: each pipeline's copies and steps on its str
     const int copy_track = 2 * k - 2, compute_track = 2 * k - 1;
     CHECK(names[copy_track] == pipeline + ": copy stream");
     CHECK(names[compute_track] == pipeline + ": compute stream");
-    // Pipelines 3 and 4 copy on the copy stream; 1 and 2 queue their copies on the compute stream.
-    CHECK(tracks[copy_track].size() == (p == Pipeline::kRing || p == Pipeline::kPinnedSet ? kTraced : 0));
-    std::map<int, Op> copies, steps;  // by the step's place in the last epoch
+    // Pipelines 3 and 4 copy each batch on the copy stream, 5 the 17 batches of an epoch in
+    // groups of up to kCopyGroup (one group traced: its first step is traced); 1 and 2 queue
+    // their copies on the compute stream.
+    const std::size_t copy_ops = p == Pipeline::kBatched ? 1 : p == Pipeline::kRing || p == Pipeline::kPinnedSet ? kTraced : 0;
+    CHECK(tracks[copy_track].size() == copy_ops);
+    std::map<int, Op> copies, steps;  // by the step's place in the last epoch (a group's: each of its steps)
     for (const int track : {copy_track, compute_track}) {
       std::vector<Op> ops = tracks[track];
       std::sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.start < b.start; });
       for (std::size_t i = 0; i < ops.size(); ++i) {
         CAPTURE(ops[i].name);
         if (i > 0) CHECK(ops[i].start >= ops[i - 1].end - 0.01);  // one stream: one op after another
-        if (ops[i].category == "copy_in") {
+        if (ops[i].category == "copy_in" && p == Pipeline::kBatched) {
+          REQUIRE_THAT(ops[i].name, StartsWith("H2D batches "));  // "H2D batches 0-15"
+          const std::string range = ops[i].name.substr(12);
+          const int first = std::stoi(range), last = std::stoi(range.substr(range.find('-') + 1));
+          CHECK(last - first + 1 == std::min(kCopyGroup, 17));
+          for (int step = first; step <= last && step < static_cast<int>(kTraced); ++step) copies[step] = ops[i];
+        } else if (ops[i].category == "copy_in") {
           REQUIRE_THAT(ops[i].name, StartsWith("H2D batch "));
           copies[std::stoi(ops[i].name.substr(10))] = ops[i];
         } else {
@@ -747,7 +756,8 @@ TEST_CASE("bench --trace on the GPU: each pipeline's copies and steps on its str
   // The table printed after the trace, from the same ops: shares of the traced time.
   const nlohmann::json summary = read_json(json)["trace"];
   CHECK(summary["steps"] == kTraced);
-  CHECK(summary["operations"].get<std::size_t>() == 2 * kTraced * kPipelineCount);
+  // Each pipeline's 8 steps and 8 copies, but 5's one copy of a group.
+  CHECK(summary["operations"].get<std::size_t>() == 2 * kTraced * (kPipelineCount - 1) + kTraced + 1);
   REQUIRE(summary["pipelines"].size() == kPipelineCount);
   for (const auto& row : summary["pipelines"]) {
     CAPTURE(row.dump());

@@ -1,26 +1,22 @@
-// minibatch.cu: chapter 04's second story, mini-batch SGD with the training set in host memory.
-// Read it beside "How to Use CUDA with PyTorch: Clearly Explained" (batching with a DataLoader)
-// and "Understanding the Host and Device Paradigm" (pin_memory=True, non_blocking=True,
-// prefetching). First the plan and its CPU references; the GPU pipelines follow them.
+// minibatch_pipelines.cu: the GPU side of chapter 04's second story (minibatch.h): one kernel
+// per step, and five pipelines that bring the batches from host memory, each a step closer to
+// what the bus allows. Read minibatch.cu's plan and references first.
 #include "minibatch.h"
 
-#include "cli.h"
 #include "cuda_check.h"
 #include "device_buffer.h"
-#include "format.h"
 #include "fused_sums.cuh"
 #include "linear_regression.h"
 #include "stats.h"
 #include "stream.h"
-#include "table.h"
 #include "trace.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <mutex>
-#include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -29,123 +25,6 @@
 
 namespace workbook::linear_regression {
 
-// ---------------------------------------------------------------------------------------------
-// The plan: which points each step trains on, and in which order.
-void validate(const BatchPlan& plan, std::int64_t train_points, int epochs, const std::string& flag) {
-  if (plan.batch_size < 1 || plan.batch_size > train_points) {
-    throw UsageError(flag + " must be 1 to the " + std::to_string(train_points) + " training points, got " +
-                     std::to_string(plan.batch_size));
-  }
-  const std::int64_t steps = batch_count(train_points, plan.batch_size) * epochs;
-  if (steps > kMaxSteps) {  // a loss per step is kept, and each step's launch costs microseconds
-    throw UsageError(flag + " " + std::to_string(plan.batch_size) + " makes " + std::to_string(steps) +
-                     " steps (batches x --epochs); at most " + std::to_string(kMaxSteps));
-  }
-}
-
-std::int64_t batch_count(std::int64_t train_points, std::int64_t batch_size) {
-  return (train_points + batch_size - 1) / batch_size;
-}
-
-BatchSlice batch_slice(std::int64_t k, std::int64_t train_points, std::int64_t batch_size) {
-  const std::int64_t first = k * batch_size;
-  return {first, std::min(batch_size, train_points - first)};
-}
-
-std::vector<std::int64_t> batch_order(std::int64_t batches, const BatchPlan& plan, int epoch) {
-  std::vector<std::int64_t> order(static_cast<std::size_t>(batches));
-  std::iota(order.begin(), order.end(), std::int64_t{0});
-  if (!plan.shuffle) return order;
-  // One stream per epoch: the seed's and the epoch's bits mixed once, then Fisher-Yates from the
-  // end. The modulo's bias is below 2^-40 for any batch count this program can hold.
-  std::uint64_t state = plan.seed ^ (0x5851f42d4c957f2dULL * (static_cast<std::uint64_t>(epoch) + 1));
-  for (std::int64_t i = batches - 1; i > 0; --i) {
-    const auto j = static_cast<std::int64_t>(splitmix64(state) % static_cast<std::uint64_t>(i + 1));
-    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
-  }
-  return order;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The references: the same steps with every sum in double (w and b kept in float32), and all in
-// float32 with 04's CPU twins.
-TrainingResult train_minibatch_reference(const Dataset& data, const Config& config, const BatchPlan& plan) {
-  const std::int64_t n = data.split.train;
-  const std::int64_t batches = batch_count(n, plan.batch_size);
-  // w and b are stored in float32, as the run stores them: with small batches a step moves w by
-  // a few ulps, and a float64 w would keep the fractions of an ulp that every float32 run drops
-  // (at --quick, batch size 1, the two part by 5e-3). Each step is computed in double and applied
-  // in float32, as train_reference applies it, so what is checked is the run's sums and products.
-  float w = kInitialW, b = kInitialB;
-  TrainingResult r;
-  for (int epoch = 0; epoch < config.epochs; ++epoch) {
-    double epoch_loss = 0.0;
-    for (const std::int64_t k : batch_order(batches, plan, epoch)) {
-      const BatchSlice s = batch_slice(k, n, plan.batch_size);
-      double sum_rr = 0.0, sum_rx = 0.0, sum_r = 0.0;
-      for (std::int64_t i = s.first; i < s.first + s.count; ++i) {
-        const double residual = double{w} * data.x[i] + double{b} - data.y[i];
-        sum_rr += residual * residual;
-        sum_rx += residual * data.x[i];
-        sum_r += residual;
-      }
-      epoch_loss += sum_rr / s.count;
-      w -= static_cast<float>(config.lr * 2.0 * sum_rx / s.count);
-      b -= static_cast<float>(config.lr * 2.0 * sum_r / s.count);
-    }
-    r.losses.push_back(epoch_loss / batches);
-    if (is_divergent(r.losses.back(), r.losses.front())) {
-      r.diverged_at = epoch;
-      return r;
-    }
-  }
-  r.w = w;
-  r.b = b;
-  const TestMse test = test_mse_reference(data, w, b);
-  r.test_mse = test.mse;
-  r.test_mse_rounding = test.rounding;
-  return r;
-}
-
-Check check_minibatch(const TrainingResult& got, const TrainingResult& want) {
-  return check_against(got, want, kParameterTolerance, kMiniBatchLossTolerance);
-}
-
-TrainingResult train_minibatch_cpu(const Dataset& data, const Config& config, const BatchPlan& plan) {
-  const std::int64_t n = data.split.train;
-  const std::int64_t batches = batch_count(n, plan.batch_size);
-  const float lr = static_cast<float>(config.lr);
-  std::vector<float> pred(static_cast<std::size_t>(plan.batch_size));
-  float w = kInitialW, b = kInitialB;
-  TrainingResult r;
-  const auto start = std::chrono::steady_clock::now();
-  for (int epoch = 0; epoch < config.epochs; ++epoch) {
-    double epoch_loss = 0.0;
-    for (const std::int64_t k : batch_order(batches, plan, epoch)) {
-      const BatchSlice s = batch_slice(k, n, plan.batch_size);
-      const float* x = data.x.data() + s.first;
-      const float* y = data.y.data() + s.first;
-      forward_cpu(x, w, b, pred.data(), s.count);
-      epoch_loss += mse_loss_cpu(pred.data(), y, s.count);
-      float grad_w = 0.0f, grad_b = 0.0f;
-      mse_backward_cpu(pred.data(), y, x, s.count, &grad_w, &grad_b);
-      sgd_step_cpu(&w, grad_w, lr);
-      sgd_step_cpu(&b, grad_b, lr);
-    }
-    r.losses.push_back(epoch_loss / batches);
-    if (is_divergent(r.losses.back(), r.losses.front())) {
-      r.diverged_at = epoch;
-      return r;
-    }
-  }
-  r.training_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  r.test_mse = test_mse_cpu(data, w, b);
-  r.w = w;
-  r.b = b;
-  return r;
-}
-
-// ---------------------------------------------------------------------------------------------
 // One step on the GPU: a batch's three sums and the SGD step, in one launch. The last block to
 //    finish adds every block's partials in a fixed order and steps (chapter 05's variant 4,
 //    restated here on a batch; the building blocks are common/fused_sums.cuh).
@@ -172,13 +51,13 @@ __global__ void __launch_bounds__(fused::kThreads)
   }
 }
 
-// The device side of a run: the parameters, the reduction's scratch, a loss per step, and
-// kRingSlots device slots a batch is copied into.
+// The device side of a run: the parameters, the reduction's scratch, a loss per step, and the
+// device slots a batch is copied into (kRingSlots, or pipeline 5's two groups).
 struct DeviceSide {
-  DeviceSide(std::int64_t batch_size, std::int64_t steps, int multiprocessors)
+  DeviceSide(std::int64_t batch_size, std::int64_t steps, int multiprocessors, int slots)
       : blocks(fused::fused_blocks(batch_size, multiprocessors)),
         params(2), partials(3 * static_cast<std::size_t>(blocks)), done_count(1), step_losses(steps) {
-    for (int k = 0; k < kRingSlots; ++k) {
+    for (int k = 0; k < slots; ++k) {
       x.emplace_back(batch_size);
       y.emplace_back(batch_size);
     }
@@ -214,48 +93,54 @@ Schedule make_schedule(std::int64_t train_points, const Config& config, const Ba
 
 // Events around the copies of the last epoch, and around that epoch: the copy engine's share.
 // The loops hand it each copy and each step to queue, so that it can put events around them;
-// with a StepTrace (the bench's --trace), it also records a few of them on the trace.
+// with a StepTrace (the bench's --trace), it also records a few of them on the trace. A copy
+// brings the batches of `steps` steps from step i on (pipeline 5 brings several at once).
 class LastEpochClock {
  public:
   LastEpochClock(const Schedule& s, const StepTrace& trace, cudaStream_t copy_stream)
       : first_step_(s.steps - s.batches), trace_(trace), copy_stream_(copy_stream) {
     starts_.reserve(s.batches);
     stops_.reserve(s.batches);
-    for (std::int64_t k = 0; k < s.batches; ++k) {
+    for (std::int64_t k = 0; k < s.batches; ++k) {  // at most one copy a step
       starts_.emplace_back(EventTiming::kEnabled);
       stops_.emplace_back(EventTiming::kEnabled);
     }
   }
   template <class Enqueue>
-  void copy(std::int64_t i, cudaStream_t stream, Enqueue&& enqueue) {
+  void copy(std::int64_t i, cudaStream_t stream, Enqueue&& enqueue, std::int64_t steps = 1) {
     const std::int64_t k = i - first_step_;  // the step's place in the last epoch
     if (k == 0) epoch_start_.record(stream);
-    if (k >= 0) starts_[k].record(stream);
-    traced(k, stream, "H2D batch ", "copy_in", enqueue);
-    if (k >= 0) stops_[k].record(stream);
+    if (k >= 0) starts_[copies_].record(stream);
+    traced(k, stream, "copy_in", enqueue, [&] {
+      return steps == 1 ? "H2D batch " + std::to_string(k)
+                        : "H2D batches " + std::to_string(k) + "-" + std::to_string(k + steps - 1);
+    });
+    if (k >= 0) stops_[copies_++].record(stream);
   }
   template <class Enqueue>
   void step(std::int64_t i, cudaStream_t stream, Enqueue&& enqueue) {
-    traced(i - first_step_, stream, "step ", "compute", enqueue);
+    const std::int64_t k = i - first_step_;
+    traced(k, stream, "compute", enqueue, [&] { return "step " + std::to_string(k); });
   }
   void epoch_ends(cudaStream_t compute) { epoch_stop_.record(compute); }
   void read(MinibatchRun& run) const {  // after the last step has finished
     run.last_epoch_ms = elapsed_ms(epoch_start_, epoch_stop_);
-    for (std::size_t k = 0; k < starts_.size(); ++k) run.copy_busy_ms += elapsed_ms(starts_[k], stops_[k]);
+    for (std::size_t k = 0; k < copies_; ++k) run.copy_busy_ms += elapsed_ms(starts_[k], stops_[k]);
   }
 
  private:
-  template <class Enqueue>
-  void traced(std::int64_t k, cudaStream_t stream, const char* name, const char* category, Enqueue& enqueue) {
+  template <class Enqueue, class Name>  // name() makes the op's name, only for an op traced
+  void traced(std::int64_t k, cudaStream_t stream, const char* category, Enqueue& enqueue, Name&& name) {
     if (trace_.recorder == nullptr || k < 0 || k >= trace_.steps) return enqueue();
     const int track = stream == copy_stream_ ? trace_.copy_track : trace_.compute_track;
-    trace_.recorder->op(stream, track, name + std::to_string(k), category, enqueue);
+    trace_.recorder->op(stream, track, name(), category, enqueue);
   }
 
   std::int64_t first_step_;
   StepTrace trace_;
   cudaStream_t copy_stream_;
-  std::vector<Event> starts_, stops_;
+  std::vector<Event> starts_, stops_;  // the last epoch's copies, copies_ of them so far
+  std::size_t copies_ = 0;
   Event epoch_start_{EventTiming::kEnabled}, epoch_stop_{EventTiming::kEnabled};
 };
 
@@ -265,7 +150,7 @@ void copy_batch(DeviceSide& d, int slot, const float* x, const float* y, std::in
 }
 
 // ---------------------------------------------------------------------------------------------
-// The four pipelines. Each queues every step of every epoch; they differ in where a batch
+// The five pipelines. Each queues every step of every epoch; they differ in where a batch
 //    comes from and what the host and the copy engine do while the GPU trains.
 
 // (1) and (2): one stream, one slot. From pageable memory the driver stages each copy through a
@@ -424,6 +309,51 @@ void overlapped(const Dataset& data, const Schedule& s, const BatchPlan& plan, P
   }
 }
 
+// (5): the pinned training set, as (4), but the batches of `group` steps of one epoch arrive in
+// one cudaMemcpyBatchAsync: 2 x group pieces (each batch's x and y) for the driver to hand the
+// copy engine at once, where (4) makes one call per piece and pays a call's fixed cost each time
+// (linear_regression_bench --copy-sizes measures that cost). Two groups of device slots take
+// turns: group g + 1 is copied while group g trains, and group g + 2 waits until g has trained.
+void batched(const Dataset& data, const Schedule& s, const BatchPlan& plan, const float* pinned_x,
+             const float* pinned_y, std::int64_t group, float lr, DeviceSide& d, LastEpochClock& clock,
+             cudaStream_t compute, cudaStream_t copy) {
+  const std::int64_t n = data.split.train;
+  std::vector<void*> dsts(2 * group);
+  std::vector<const void*> srcs(2 * group);
+  std::vector<std::size_t> sizes(2 * group);
+  cudaMemcpyAttributes attrs{};
+  attrs.srcAccessOrder = cudaMemcpySrcAccessOrderStream;  // the pinned set as the stream finds it
+  std::size_t attrs_from = 0;                              // one set of attributes for every piece
+  Event arrived[2], trained[2];
+  std::int64_t steps = 0;  // in group g, which starts at step `first`: at most `group`, all of one epoch
+  for (std::int64_t first = 0, g = 0; first < s.steps; first += steps, ++g) {
+    steps = std::min(group, (first / s.batches + 1) * s.batches - first);
+    const int half = static_cast<int>(g % 2);
+    for (std::int64_t j = 0; j < steps; ++j) {
+      const BatchSlice b = batch_slice(s.batch(first + j), n, plan.batch_size);
+      const int slot = half * static_cast<int>(group) + static_cast<int>(j);
+      dsts[2 * j] = d.x[slot].data();
+      dsts[2 * j + 1] = d.y[slot].data();
+      srcs[2 * j] = pinned_x + b.first;
+      srcs[2 * j + 1] = pinned_y + b.first;
+      sizes[2 * j] = sizes[2 * j + 1] = b.count * sizeof(float);
+    }
+    if (g >= 2) CUDA_CHECK(cudaStreamWaitEvent(copy, trained[half].get(), 0));  // its slots are free
+    clock.copy(first, copy, [&] {
+      CUDA_CHECK(cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), 2 * steps, &attrs, &attrs_from, 1, copy));
+    }, steps);
+    arrived[half].record(copy);
+    CUDA_CHECK(cudaStreamWaitEvent(compute, arrived[half].get(), 0));
+    for (std::int64_t j = 0; j < steps; ++j) {
+      const std::int64_t i = first + j;
+      const int slot = half * static_cast<int>(group) + static_cast<int>(j);
+      const std::int64_t count = batch_slice(s.batch(i), n, plan.batch_size).count;
+      clock.step(i, compute, [&] { d.launch_step(slot, count, i, lr, compute); });
+    }
+    trained[half].record(compute);
+  }
+}
+
 }  // namespace
 
 const char* pipeline_name(Pipeline p) {
@@ -432,6 +362,7 @@ const char* pipeline_name(Pipeline p) {
     case Pipeline::kStaged: return "staged";
     case Pipeline::kRing: return "ring";
     case Pipeline::kPinnedSet: return "pinned_set";
+    case Pipeline::kBatched: return "batched";
   }
   return "?";
 }
@@ -444,15 +375,17 @@ MinibatchRun train_minibatch_gpu(const Dataset& data, const Config& config, cons
   const std::int64_t n = data.split.train;
   const Schedule s = make_schedule(n, config, plan);
   const float lr = static_cast<float>(config.lr);
-  DeviceSide d(plan.batch_size, s.steps, multiprocessors);
+  const std::int64_t group = std::min<std::int64_t>(kCopyGroup, s.batches);  // (5)'s steps a copy
+  DeviceSide d(plan.batch_size, s.steps, multiprocessors, p == Pipeline::kBatched ? static_cast<int>(2 * group) : kRingSlots);
   LastEpochClock clock(s, trace, copy);
-  // Set-up, untimed: the parameters, the reduction's counter, and for (4) the pinned training set
-  // (what x.pin_memory() does: a pinned allocation and one host copy).
+  // Set-up, untimed: the parameters, the reduction's counter, and for (4) and (5) the pinned
+  // training set (what x.pin_memory() does: a pinned allocation and one host copy).
   const float initial[2] = {kInitialW, kInitialB};
   CUDA_CHECK(cudaMemcpy(d.params.data(), initial, sizeof initial, cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemset(d.done_count.data(), 0, d.done_count.bytes()));
-  PinnedBuffer<float> pinned_x(p == Pipeline::kPinnedSet ? n : 0), pinned_y(p == Pipeline::kPinnedSet ? n : 0);
-  if (p == Pipeline::kPinnedSet) {
+  const bool pinned_set = p == Pipeline::kPinnedSet || p == Pipeline::kBatched;
+  PinnedBuffer<float> pinned_x(pinned_set ? n : 0), pinned_y(pinned_set ? n : 0);
+  if (pinned_set) {
     std::memcpy(pinned_x.data(), data.x.data(), n * sizeof(float));
     std::memcpy(pinned_y.data(), data.y.data(), n * sizeof(float));
   }
@@ -469,6 +402,8 @@ MinibatchRun train_minibatch_gpu(const Dataset& data, const Config& config, cons
     overlapped(data, s, plan, &*ring, nullptr, nullptr, lr, d, clock, compute, copy);
   } else if (p == Pipeline::kPinnedSet) {
     overlapped(data, s, plan, nullptr, pinned_x.data(), pinned_y.data(), lr, d, clock, compute, copy);
+  } else if (p == Pipeline::kBatched) {
+    batched(data, s, plan, pinned_x.data(), pinned_y.data(), group, lr, d, clock, compute, copy);
   } else {
     one_batch_at_a_time(data, s, plan, stage_x.data(), stage_y.data(), lr, d, clock, compute);
   }
@@ -511,75 +446,6 @@ double pinned_h2d_gbps(std::size_t bytes, cudaStream_t stream) {
     if (i >= 2) ms.push_back(elapsed_ms(start, stop));  // the first two are warm-up
   }
   return bytes / (median(ms) * 1e6);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The story the lesson program tells: check every pipeline, then time it, then one table.
-void minibatch_story(Report& report, const Dataset& data, const Config& config, const BatchPlan& plan, bool cpu,
-                     int fill_threads, bool quick) {
-  std::ostream& out = report.out();
-  const std::int64_t n = data.split.train;
-  const std::int64_t batches = batch_count(n, plan.batch_size);
-  out << format("mini-batch SGD: %lld batches of up to %lld points an epoch, %s; the training set (%g MB of x and y) "
-                "in host memory\n", static_cast<long long>(batches), static_cast<long long>(plan.batch_size),
-                plan.shuffle ? ("in a new order every epoch (seed " + std::to_string(plan.seed) + ")").c_str() : "in order",
-                8.0 * n / 1e6);
-  const TrainingResult want = train_minibatch_reference(data, config, plan);
-  if (want.diverged_at) {
-    report.check(false, "diverged at epoch " + std::to_string(*want.diverged_at) + " (the float64 reference)");
-    return;
-  }
-  const int timed = quick ? 1 : 3;
-  Table table({{"pipeline", "pipeline"}, {"epoch_ms", "ms/epoch", 4, Column::Style::kTiming}, {"copy_share", "copy busy %", 1},
-               {"bound_percent", "% of PCIe bound", 1}, {"w", ""}, {"b", ""}, {"w_error", "w err", 1, Column::Style::kScientific},
-               {"b_error", "b err", 1, Column::Style::kScientific}, {"check", "check"}});
-  if (cpu) {
-    const TrainingResult got = train_minibatch_cpu(data, config, plan);
-    const Check c = check_minibatch(got, want);
-    report.check(c.ok, "cpu: " + c.failure);
-    Table::Row& row = table.add_row().set("pipeline", "cpu (04's twins)").set("w", got.w).set("b", got.b);
-    row.set("w_error", c.w).set("b_error", c.b).set("check", c.ok ? "ok" : "FAILED");
-    if (c.ok) {
-      std::vector<double> ms;
-      for (int i = 0; i < timed; ++i) ms.push_back(train_minibatch_cpu(data, config, plan).training_ms / config.epochs);
-      row.set("epoch_ms", timing(summarize(ms)));
-    }
-  } else {
-    Stream compute, copy;
-    const double bound_gbps = pinned_h2d_gbps(n * sizeof(float), copy.get());
-    const double bound_ms = 8.0 * n / (bound_gbps * 1e6);  // one epoch's x and y at that rate
-    out << format("PCIe bound: the best pinned host-to-device copy here, %g GB/s: %g ms an epoch\n", bound_gbps, bound_ms);
-    report.json()["pcie_bound_gbps"] = bound_gbps;
-    std::optional<TrainingResult> first_bits;
-    for (int k = 1; k <= kPipelineCount; ++k) {
-      const Pipeline p = static_cast<Pipeline>(k);
-      const MinibatchRun first = train_minibatch_gpu(data, config, plan, p, fill_threads, compute.get(), copy.get());
-      const Check c = check_minibatch(first.result, want);
-      report.check(c.ok, std::string(pipeline_name(p)) + ": " + c.failure);
-      // The same kernel in the same batch order: every pipeline must give the same bits.
-      if (!first_bits) first_bits = first.result;
-      report.check(first.result.w == first_bits->w && first.result.b == first_bits->b,
-                   std::string(pipeline_name(p)) + ": other bits of w, b than the first pipeline");
-      Table::Row& row = table.add_row().set("pipeline", std::to_string(k) + " " + pipeline_name(p));
-      row.set("w", first.result.w).set("b", first.result.b).set("w_error", c.w).set("b_error", c.b);
-      row.set("check", c.ok ? "ok" : "FAILED");
-      if (!c.ok) continue;
-      std::vector<double> ms;
-      MinibatchRun last;
-      for (int i = 0; i < timed; ++i) {
-        last = train_minibatch_gpu(data, config, plan, p, fill_threads, compute.get(), copy.get());
-        ms.push_back(last.ms / config.epochs);
-      }
-      row.set("epoch_ms", timing(summarize(ms))).set("copy_share", 100.0 * last.copy_busy_ms / last.last_epoch_ms);
-      row.set("bound_percent", 100.0 * bound_ms / median(ms));
-    }
-  }
-  out << format("checked against the reference of the same batch order (float64 sums, float32 w and b; 04's"
-                " tolerances); time per epoch,"
-                " %s (host clock)%s", median_of(timed, "run", "runs").c_str(),
-                cpu ? ":\n" : "; copy busy: the share of the last epoch its copies took (CUDA events):\n");
-  table.print(out);
-  report.json()["minibatch"] = table.json();
 }
 
 }  // namespace workbook::linear_regression
