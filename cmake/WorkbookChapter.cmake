@@ -197,6 +197,13 @@ function(workbook_add_program_tests target prefix labels serial sanitizer_option
   set_tests_properties("${prefix}smoke --quick" PROPERTIES
       LABELS "${labels}" SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL ${serial})
 
+  workbook_add_sanitizer_tests(${target} "${prefix}" ${serial} "${sanitizer_options}" ${args})
+endfunction()
+
+# One run of `<target> <args...>` under each compute-sanitizer tool, named "<prefix>sanitize <tool>"
+# (label sanitize); nothing when CMake found no compute-sanitizer.
+function(workbook_add_sanitizer_tests target prefix serial sanitizer_options)
+  set(args ${ARGN})
   if(WORKBOOK_COMPUTE_SANITIZER)
     foreach(tool IN LISTS WORKBOOK_SANITIZER_TOOLS)
       set(extra)
