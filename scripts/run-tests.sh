@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # run-tests.sh: install what is missing, configure, build, and run every Catch2 check with ctest.
 # On a machine without a GPU the GPU cases are skipped; the run ends with their reasons, then
-# ctest's summary line again.
+# ctest's summary line again. Tests run side by side, one per core up to 8 (-j N, or
+# CTEST_PARALLEL_LEVEL, says otherwise); those that need a machine to themselves (RUN_SERIAL:
+# free-memory readings, every GPU at once, builds in build/) run alone.
 #
 #   scripts/run-tests.sh                 # everything
 #   scripts/run-tests.sh -L cpu          # extra arguments go to ctest (-L gpu, -R '^02_', ...)
 set -euo pipefail
 case ${1:-} in
-  -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
 # ctest runs everything when it does not know an option: a typo is refused here instead, before
 # the build. Values (after -L, -R, -j, ...) are ctest's to check.
 args=("$@")
+parallel=  # a -j given here, or CTEST_PARALLEL_LEVEL, wins over the default
+[[ -n ${CTEST_PARALLEL_LEVEL:-} ]] && parallel=yes
 for ((i = 0; i < ${#args[@]}; i++)); do
   arg=${args[i]}
   case $arg in
@@ -20,11 +24,12 @@ for ((i = 0; i < ${#args[@]}; i++)); do
       ((i + 1 < ${#args[@]})) && [[ -n ${args[i + 1]} ]] ||
         { echo "error: run-tests.sh: $arg needs a value (see scripts/run-tests.sh --help)" >&2; exit 2; }
       i=$((i + 1)) ;;
-    -j|--parallel) [[ ${args[i + 1]:-} =~ ^[0-9]+$ ]] && i=$((i + 1)) ;;  # its number, if it has one
-    -V|-VV|-N|-j[0-9]*|-L?*|-R?*|-E?*) ;;
+    -j|--parallel) parallel=yes; [[ ${args[i + 1]:-} =~ ^[0-9]+$ ]] && i=$((i + 1)) ;;  # its number, if it has one
+    -j[0-9]*|--parallel=*) parallel=yes ;;
+    -V|-VV|-N|-L?*|-R?*|-E?*) ;;
     --output-on-failure|\
     --stop-on-failure|--rerun-failed|--show-only|--schedule-random|--verbose|--extra-verbose|--no-tests=*|\
-    --label-regex=*|--label-exclude=*|--tests-regex=*|--exclude-regex=*|--parallel=*|--timeout=*|--repeat=*) ;;
+    --label-regex=*|--label-exclude=*|--tests-regex=*|--exclude-regex=*|--timeout=*|--repeat=*) ;;
     -*) echo "error: run-tests.sh: '$arg' is not a ctest option it passes on (see scripts/run-tests.sh --help)" >&2
         exit 2 ;;
     *) echo "error: run-tests.sh: '$arg' is not a ctest option (a filter goes after -R or -L, e.g. -R '^02_')" >&2
@@ -66,6 +71,8 @@ junit=$workbook_build_dir/Testing/junit.xml
 summary=$workbook_build_dir/Testing/ctest-output.txt
 mkdir -p "$workbook_build_dir/Testing"
 rm -f "$junit"
+cores=$(nproc 2>/dev/null || echo 1)
+[[ -n $parallel ]] || set -- -j "$((cores < 8 ? cores : 8))" "$@"
 status=0
 ctest --preset default --output-junit "$junit" "$@" 2>&1 | tee "$summary" | compact || status=$?
 [[ -f $junit ]] && { "$workbook_root/scripts/skip-reasons.sh" "$junit" || true; }  # a report; never the verdict
