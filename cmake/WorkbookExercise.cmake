@@ -11,16 +11,25 @@
 #                                 the verdict that mistake gets
 #
 # Programs (in <build>/<chapter>/exercises/): check_<name> (the reader's attempt),
-# check_<name>_answer, and check_<name>_<mistake> for each planted mistake. The planted ones only
-# ever run on a GPU: a build configured on a machine without one leaves them out of `all` (most of
-# the workbook's CUDA compilations), and its test "exercises: the planted-mistake checkers are
-# built" builds them before their tests should a GPU be there then. Tests:
+# check_<name>_answer, and check_<name>_<mistake> for each planted mistake. They only ever run on a
+# GPU: a build configured on a machine without one leaves them out of `all` (about a third of the
+# build's work), and its test "exercises: the checkers are built" builds them before their tests
+# should a GPU be there then (scripts/check-exercise.sh builds the one it checks). Tests:
 #   "<chapter>: exercise <name>"                         label exercise: the reader's attempt; skipped,
 #                                                        "not attempted yet", while it holds TODO(exercise)
+#                                                        (and without a GPU, as every test here is)
 #   "<chapter>: exercise <name>: the lesson's answer"    label gpu: the answer must print "correct"
 #   "<chapter>: exercise <name>: catches <mistake>"      label gpu: exit 1, a verdict with <words>
 # WORKBOOK_CONFIGURED_WITH_GPU (CMakeLists.txt): whether this configure saw a GPU.
-add_custom_target(workbook_planted_mistakes)  # every planted-mistake checker (see the test below)
+add_custom_target(workbook_exercise_checkers)  # every checker program (see the test above)
+
+# A test of a checker program: skipped (workbook_needs_gpu says why) before the program, which a
+# build without a GPU leaves out, is looked for; run once the checkers are built.
+function(_workbook_checker_test test program)
+  add_test(NAME "${test}" COMMAND sh -c "\"$0\" >/dev/null || exit $?; exec \"$1\""
+                                  $<TARGET_FILE:workbook_needs_gpu> "${program}")
+  set_tests_properties("${test}" PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 FIXTURES_REQUIRED workbook_exercise_checkers)
+endfunction()
 
 function(workbook_add_exercise name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "CHECKER;ATTEMPT;ANSWER" "LINK;MISTAKES")
@@ -34,6 +43,9 @@ function(workbook_add_exercise name)
   target_include_directories(exercise_${chapter}_${name}_checker PRIVATE
                              "${CMAKE_CURRENT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}/exercises")
   target_link_libraries(exercise_${chapter}_${name}_checker PRIVATE workbook::exercise ${arg_LINK} workbook::policy)
+  if(NOT WORKBOOK_CONFIGURED_WITH_GPU)  # built with the first program that needs it
+    set_target_properties(exercise_${chapter}_${name}_checker PROPERTIES EXCLUDE_FROM_ALL TRUE)
+  endif()
   function(_workbook_exercise_program target output attempt)
     get_filename_component(attempt_path "${attempt}" ABSOLUTE)
     file(RELATIVE_PATH attempt_shown "${PROJECT_SOURCE_DIR}" "${attempt_path}")
@@ -46,16 +58,29 @@ function(workbook_add_exercise name)
     set_target_properties(${target} PROPERTIES OUTPUT_NAME ${output} RUNTIME_OUTPUT_DIRECTORY "${out_dir}")
     target_include_directories(${target} PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}/exercises")
     target_link_libraries(${target} PRIVATE workbook::exercise ${arg_LINK} workbook::policy)
+    add_dependencies(workbook_exercise_checkers ${target})
+    if(NOT WORKBOOK_CONFIGURED_WITH_GPU)
+      set_target_properties(${target} PROPERTIES EXCLUDE_FROM_ALL TRUE)
+    endif()
   endfunction()
 
   _workbook_exercise_program(exercise_${chapter}_${name} check_${name} "${arg_ATTEMPT}")
-  add_test(NAME "${chapter}: exercise ${name}" COMMAND "${out_dir}/check_${name}")
-  set_tests_properties("${chapter}: exercise ${name}" PROPERTIES LABELS exercise SKIP_RETURN_CODE 77 TIMEOUT 300)
+  # An untouched skeleton is a to-do on any machine: said here as the checker says it
+  # (common/exercise.cpp), before the GPU is asked for and without the checker, which a build
+  # without a GPU leaves out.
+  get_filename_component(attempt_path "${arg_ATTEMPT}" ABSOLUTE)
+  file(RELATIVE_PATH attempt_shown "${PROJECT_SOURCE_DIR}" "${attempt_path}")
+  string(REGEX MATCH "^[0-9]+" number "${chapter}")
+  add_test(NAME "${chapter}: exercise ${name}"
+           COMMAND sh -c "if grep -q 'TODO(exercise):' \"$2\"; then echo \"not attempted yet: $3 still holds its TODO(exercise): line (write the exercise, delete that line, then run scripts/check-exercise.sh $4)\"; exit 77; fi; \"$0\" >/dev/null || exit $?; exec \"$1\""
+                   $<TARGET_FILE:workbook_needs_gpu> "${out_dir}/check_${name}" "${attempt_path}" "${attempt_shown}" "${number} ${name}")
+  set_tests_properties("${chapter}: exercise ${name}" PROPERTIES LABELS exercise SKIP_RETURN_CODE 77 TIMEOUT 300
+                       FIXTURES_REQUIRED workbook_exercise_checkers)
 
   _workbook_exercise_program(exercise_${chapter}_${name}_answer check_${name}_answer "${arg_ANSWER}")
-  add_test(NAME "${chapter}: exercise ${name}: the lesson's answer is correct" COMMAND "${out_dir}/check_${name}_answer")
+  _workbook_checker_test("${chapter}: exercise ${name}: the lesson's answer is correct" "${out_dir}/check_${name}_answer")
   set_tests_properties("${chapter}: exercise ${name}: the lesson's answer is correct" PROPERTIES
-                       LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300 PASS_REGULAR_EXPRESSION "^correct; ")
+                       LABELS gpu PASS_REGULAR_EXPRESSION "^correct; ")
 
   set(mistakes ${arg_MISTAKES})
   list(POP_FRONT mistakes source)
@@ -65,10 +90,6 @@ function(workbook_add_exercise name)
     string(TOUPPER "${mistake}" planted)
     set(program exercise_${chapter}_${name}_${mistake})
     _workbook_exercise_program(${program} check_${name}_${mistake} "${source}" PLANTED_${planted}=1)
-    add_dependencies(workbook_planted_mistakes ${program})
-    if(NOT WORKBOOK_CONFIGURED_WITH_GPU)
-      set_target_properties(${program} PROPERTIES EXCLUDE_FROM_ALL TRUE)
-    endif()
     set(test "${chapter}: exercise ${name}: catches ${mistake}")
     # Without a GPU the test is skipped (workbook_needs_gpu says why) before the program, which
     # such a build leaves out, is looked for. The verdict names the mistake's hint, and the exit
@@ -78,7 +99,7 @@ function(workbook_add_exercise name)
              COMMAND sh -c "\"$2\" >/dev/null || exit $?; out=$(\"$0\" 2>&1); code=$?; printf '%s\\n' \"$out\"; [ $code -eq 77 ] && exit 77; [ $code -eq 1 ] || { echo \"expected exit 1, got $code\"; exit 1; }; case \"$out\" in *\"wrong: \"*\"$1\"*) exit 0;; esac; echo \"expected a verdict naming: $1\"; exit 1"
                      "${out_dir}/check_${name}_${mistake}" "${words}" $<TARGET_FILE:workbook_needs_gpu>)
     set_tests_properties("${test}" PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300
-                         FIXTURES_REQUIRED workbook_planted_mistakes)
+                         FIXTURES_REQUIRED workbook_exercise_checkers)
     list(LENGTH mistakes count)
   endwhile()
   if(NOT count EQUAL 0)
