@@ -12,8 +12,8 @@
 #
 # Programs (in <build>/<chapter>/exercises/): check_<name> (the reader's attempt),
 # check_<name>_answer, and check_<name>_<mistake> for each planted mistake. They only ever run on a
-# GPU: a build configured on a machine without one leaves them out of `all` (about a third of the
-# build's work), and its test "exercises: the checkers are built" builds them before their tests
+# GPU: a build configured on a machine without one leaves them out of `all` (a large share of
+# the build's work), and its test "exercises: the checkers are built" builds them before their tests
 # should a GPU be there then (scripts/check-exercise.sh builds the one it checks). Tests:
 #   "<chapter>: exercise <name>"                         label exercise: the reader's attempt; skipped,
 #                                                        "not attempted yet", while it holds TODO(exercise)
