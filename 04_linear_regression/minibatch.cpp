@@ -90,11 +90,7 @@ TrainingResult train_minibatch_reference(const Dataset& data, const Config& conf
       return r;
     }
   }
-  r.w = w;
-  r.b = b;
-  const TestMse test = test_mse_reference(data, w, b);
-  r.test_mse = test.mse;
-  r.test_mse_rounding = test.rounding;
+  finish_reference(r, data, w, b);
   return r;
 }
 

@@ -148,12 +148,16 @@ TrainingResult train_reference(const Dataset& data, const Config& config) {
     w -= static_cast<float>(config.lr * 2.0 * sum_rx / n);
     b -= static_cast<float>(config.lr * 2.0 * sum_r / n);
   }
+  finish_reference(r, data, w, b);
+  return r;
+}
+
+void finish_reference(TrainingResult& r, const Dataset& data, float w, float b) {
   r.w = w;
   r.b = b;
   const TestMse test = test_mse_reference(data, w, b);
   r.test_mse = test.mse;
   r.test_mse_rounding = test.rounding;
-  return r;
 }
 
 TestMse test_mse_reference(const Dataset& data, double w, double b) {

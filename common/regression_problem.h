@@ -119,6 +119,8 @@ struct TestMse {
   double rounding = 0.0;
 };
 TestMse test_mse_reference(const Dataset& data, double w, double b);
+// A reference's last step, full-batch or mini-batch: its final w and b, and their test loss.
+void finish_reference(TrainingResult& r, const Dataset& data, float w, float b);
 
 // How close a float32 run must land to the reference. Float32 rounding moves w and b by about
 // 1e-7 relative and the losses by about 2e-6 at 5M points (chapter 04's README). A loss may also
