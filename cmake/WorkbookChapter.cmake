@@ -19,8 +19,13 @@
 #       [SMOKE_LABELS <labels...>]    ctest labels of `<program> --quick` (default: gpu)
 #       [SANITIZE_ARGS <args...>]     arguments under compute-sanitizer (default: --quick)
 #       [SANITIZER_OPTIONS <opts...>] extra compute-sanitizer options, each with its reason
-#       [RUN_SERIAL])                 the program measures device-wide state (free memory, say):
+#       [BENCH_SANITIZE_PARTS <subcommands...>]  the bench under each tool once per subcommand
+#                                     (`<bench> <part> BENCH_SANITIZE_ARGS`), so that ctest runs a
+#                                     bench of many parts beside the other tests, not minutes alone
+#       [RUN_SERIAL]                  the program measures device-wide state (free memory, say):
 #                                     ctest runs its smoke, sanitize and GPU Catch2 tests alone
+#       [SANITIZE_BESIDE_OTHERS])     with RUN_SERIAL: the sanitizer runs (one GPU, no time bound)
+#                                     still run beside the other tests
 #
 # Every program exits 77 when it has no usable GPU; ctest reports that as skipped.
 #
@@ -47,8 +52,8 @@ endif()
 set(WORKBOOK_SANITIZER_TOOLS memcheck racecheck initcheck synccheck)
 
 function(workbook_add_chapter program)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "RUN_SERIAL" ""
-                        "LESSON;SHARED;SUPPORT;OTHER_LESSON;BENCH;BENCH_LINK;BENCH_SMOKE_LABELS;PROGRAM;LIBRARY;LINK;SMOKE_LABELS;SANITIZE_ARGS;SANITIZER_OPTIONS;BENCH_SANITIZE_ARGS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "RUN_SERIAL;SANITIZE_BESIDE_OTHERS" ""
+                        "LESSON;SHARED;SUPPORT;OTHER_LESSON;BENCH;BENCH_LINK;BENCH_SMOKE_LABELS;PROGRAM;LIBRARY;LINK;SMOKE_LABELS;SANITIZE_ARGS;SANITIZER_OPTIONS;BENCH_SANITIZE_ARGS;BENCH_SANITIZE_PARTS")
   if(NOT arg_PROGRAM AND NOT arg_LESSON)
     message(FATAL_ERROR "workbook_add_chapter(${program}): LESSON (or PROGRAM) sources are required")
   endif()
@@ -148,6 +153,10 @@ function(workbook_add_chapter program)
     set(serial TRUE)
     set_property(GLOBAL APPEND PROPERTY WORKBOOK_SERIAL_PROGRAMS ${program})  # for tests/
   endif()
+  set(sanitize_serial ${serial})
+  if(arg_SANITIZE_BESIDE_OTHERS)
+    set(sanitize_serial FALSE)
+  endif()
 
   if(NOT arg_BENCH_SANITIZE_ARGS)
     set(arg_BENCH_SANITIZE_ARGS --quick)
@@ -167,8 +176,16 @@ function(workbook_add_chapter program)
       set(args ${arg_BENCH_SANITIZE_ARGS})
       set(labels ${arg_BENCH_SMOKE_LABELS})
     endif()
-    workbook_add_program_tests(${target} "${chapter}: ${what}" "${labels}" ${serial}
-                               "${arg_SANITIZER_OPTIONS}" ${args})
+    workbook_add_smoke_test(${target} "${chapter}: ${what}" "${labels}" ${serial})
+    if(target STREQUAL "${program}_bench" AND arg_BENCH_SANITIZE_PARTS)
+      foreach(part IN LISTS arg_BENCH_SANITIZE_PARTS)
+        workbook_add_sanitizer_tests(${target} "${chapter}: bench ${part} " ${sanitize_serial}
+                                     "${arg_SANITIZER_OPTIONS}" ${part} ${args})
+      endforeach()
+    else()
+      workbook_add_sanitizer_tests(${target} "${chapter}: ${what}" ${sanitize_serial}
+                                   "${arg_SANITIZER_OPTIONS}" ${args})
+    endif()
   endforeach()
 endfunction()
 
@@ -190,14 +207,11 @@ function(workbook_add_objects name link)
   target_link_libraries(${name} PUBLIC workbook::common ${link} PRIVATE workbook::policy)
 endfunction()
 
-# The smoke test `<target> --quick` and, with compute-sanitizer, one run under each of its tools.
-function(workbook_add_program_tests target prefix labels serial sanitizer_options)
-  set(args ${ARGN})
+# The smoke test `<target> --quick`.
+function(workbook_add_smoke_test target prefix labels serial)
   add_test(NAME "${prefix}smoke --quick" COMMAND ${target} --quick)
   set_tests_properties("${prefix}smoke --quick" PROPERTIES
       LABELS "${labels}" SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL ${serial})
-
-  workbook_add_sanitizer_tests(${target} "${prefix}" ${serial} "${sanitizer_options}" ${args})
 endfunction()
 
 # One run of `<target> <args...>` under each compute-sanitizer tool, named "<prefix>sanitize <tool>"
