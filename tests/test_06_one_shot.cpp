@@ -55,6 +55,7 @@ TEST_CASE("one-shot kernels on one GPU: two mailboxes add in rank order; a missi
   auto upload = [&](std::vector<float> v) {
     DeviceBuffer<float> d(v.size());
     CUDA_CHECK(cudaMemcpy(d.data(), v.data(), d.bytes(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaDeviceSynchronize());  // landed before the kernels on the non-blocking stream read it
     return d;
   };
   auto download = [&](const DeviceBuffer<float>& d) {

@@ -66,7 +66,10 @@ int run(int argc, char** argv) {
   Stream stream;
   DeviceBuffer<float> params(2);
   const float host_params[2] = {kW, kB};
-  CUDA_CHECK(cudaMemcpy(params.data(), host_params, sizeof(host_params), cudaMemcpyHostToDevice));
+  // Every copy goes on the checker's stream, ahead of the kernel that reads it: a plain cudaMemcpy
+  // from pageable memory may return before its data has landed, and a non-blocking stream does
+  // not wait for it.
+  CUDA_CHECK(cudaMemcpyAsync(params.data(), host_params, sizeof(host_params), cudaMemcpyHostToDevice, stream.get()));
 
   // 1. Correct at every size, from a pred of NaN.
   const std::vector<std::int64_t> sizes = checker.sanitizer_pass()
@@ -75,7 +78,7 @@ int run(int argc, char** argv) {
   for (const std::int64_t n : sizes) {
     const std::vector<float> x = make_x(n);
     DeviceBuffer<float> d_x(n), d_pred(n);
-    CUDA_CHECK(cudaMemcpy(d_x.data(), x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpyAsync(d_x.data(), x.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream.get()));
     CUDA_CHECK(cudaMemsetAsync(d_pred.data(), 0xFF, n * sizeof(float), stream.get()));
     forward(d_x.data(), params.data(), d_pred.data(), n, stream.get());
     std::vector<float> got(n);
@@ -99,7 +102,7 @@ int run(int argc, char** argv) {
   // 3. Timed against the lesson's launch_forward, at the chapter's size.
   const std::vector<float> x = make_x(kFullSize);
   DeviceBuffer<float> d_x(kFullSize), d_pred(kFullSize);
-  CUDA_CHECK(cudaMemcpy(d_x.data(), x.data(), kFullSize * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpyAsync(d_x.data(), x.data(), kFullSize * sizeof(float), cudaMemcpyHostToDevice, stream.get()));
   const Stats attempt = workbook::exercise::time_us(
       stream.get(), [&] { forward(d_x.data(), params.data(), d_pred.data(), kFullSize, stream.get()); });
   const Stats lesson = workbook::exercise::time_us(

@@ -63,6 +63,9 @@ struct Device {
     CUDA_CHECK(cudaMemcpy(pred.data(), in.pred.data(), in.pred.size() * sizeof(float), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(y.data(), in.y.data(), in.y.size() * sizeof(float), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(x.data(), in.x.data(), in.x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    // From pageable memory cudaMemcpy may return before its data has landed, and the checker's
+    // non-blocking stream does not wait for it: wait here.
+    CUDA_CHECK(cudaDeviceSynchronize());
   }
 };
 

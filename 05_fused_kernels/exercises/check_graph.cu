@@ -47,6 +47,9 @@ struct Training {
     }
     CUDA_CHECK(cudaMemcpy(x.data(), hx.data(), x.bytes(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(y.data(), hy.data(), y.bytes(), cudaMemcpyHostToDevice));
+    // From pageable memory cudaMemcpy may return before its data has landed, and the checker's
+    // non-blocking stream does not wait for it: wait here.
+    CUDA_CHECK(cudaDeviceSynchronize());
   }
   // w, b at the start; every loss NaN; done_count 0. Synchronous.
   void reset(cudaStream_t stream) {

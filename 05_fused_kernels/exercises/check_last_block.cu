@@ -48,6 +48,9 @@ struct Problem {
     }
     CUDA_CHECK(cudaMemcpy(d_x.data(), x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(d_y.data(), y.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    // From pageable memory cudaMemcpy may return before its data has landed, and the checker's
+    // non-blocking stream does not wait for it: wait here.
+    CUDA_CHECK(cudaDeviceSynchronize());
   }
   std::int64_t n() const { return static_cast<std::int64_t>(x.size()); }
   // w, b back at the article's start; losses and partials NaN (0xFF bytes); done_count 0.

@@ -51,12 +51,11 @@ def tampered(lines, i, m):
 
 
 def main(readmes):
-    try:
-        import cogapp  # noqa: F401
-    except ImportError:
-        if PYTHON == sys.executable:
-            print("docs_tamper.py needs cog (PyPI's cogapp): scripts/install-deps.sh installs it into .venv/")
-            return 77
+    # cog runs as PYTHON below: ask that interpreter (.venv/'s when there is one, as docs.sh does),
+    # since a .venv/ whose install failed has no cog although this interpreter may have it, or not.
+    if subprocess.run([PYTHON, "-c", "import cogapp"], capture_output=True).returncode != 0:
+        print("docs_tamper.py needs cog (PyPI's cogapp): scripts/install-deps.sh installs it into .venv/")
+        return 77
     failures, copies = [], {}
     folder = tempfile.mkdtemp()
     try:
