@@ -233,8 +233,9 @@ function(workbook_add_sanitizer_tests target prefix serial sanitizer_options)
                        "${WORKBOOK_COMPUTE_SANITIZER}" --tool ${tool} ${extra} ${sanitizer_options}
                        --error-exitcode 99
                        $<TARGET_FILE:${target}> ${args})
+      # COST: the slowest tests; ctest -j starts them first, before the many short ones.
       set_tests_properties("${name}" PROPERTIES LABELS sanitize SKIP_RETURN_CODE 77 TIMEOUT 600
-                           RUN_SERIAL ${serial})
+                           RUN_SERIAL ${serial} COST 100)
     endforeach()
   endif()
 endfunction()
