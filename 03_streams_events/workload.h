@@ -11,9 +11,8 @@
 
 #include "streams_events.h"
 
+#include "common_options.h"
 #include "device_buffer.h"
-
-#include <CLI/CLI.hpp>
 
 #include <cstddef>
 

@@ -18,6 +18,7 @@
 #include "linear_regression.h"
 
 #include "ceil_div.h"
+#include "cli.h"
 #include "cuda_check.h"
 #include "nvtx.h"
 #include "regression_cli.h"

@@ -10,7 +10,7 @@
 // float64 reference, tolerances, the check) is common/regression_problem.h, shared with 05 and 06.
 #pragma once
 
-#include "cli.h"
+#include "common_options.h"
 #include "device_buffer.h"
 #include "gpu_memory.h"
 #include "regression_problem.h"

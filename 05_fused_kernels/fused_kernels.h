@@ -8,6 +8,7 @@
 // Host-only declarations with plain types (g++ compiles this header); the kernels live in the .cu.
 #pragma once
 
+#include "common_options.h"
 #include "compute_capability.h"
 #include "device_buffer.h"
 #include "gpu_memory.h"
@@ -15,7 +16,6 @@
 #include "regression_problem.h"
 #include "stream.h"
 
-#include <CLI/CLI.hpp>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>

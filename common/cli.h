@@ -15,6 +15,7 @@
 // every --device: N, cuda (device 0) or cuda:N, as torch.device spells it.
 #pragma once
 
+#include "common_options.h"
 #include "exit_codes.h"
 #include "output_file.h"
 
@@ -30,12 +31,6 @@
 #include <vector>
 
 namespace workbook {
-
-struct CommonOptions {
-  int device = 0;                   // --device N, cuda or cuda:N
-  std::optional<std::string> json;  // set by --json; "-" means stdout
-  bool quick = false;               // small sizes and few repeats, for the tests
-};
 
 enum class DeviceFlag { kIndex, kNone };  // kNone: the chapter defines its own --device
 
@@ -119,18 +114,8 @@ CLI::Option* add_size_option(CLI::App& app, const std::string& name, T& target, 
 // here it is a UsageError naming the flag.
 CLI::Option* add_seed_option(CLI::App& app, std::uint64_t& seed, const std::string& description);
 
-// --device: "N", "cuda" (device 0) or "cuda:N", as torch.device takes them; with CpuDevice::kAllowed
-// also "cpu". Anything else (a sign, spaces, "gpu", "cuda:") is a UsageError naming the flag.
-// Whether device N exists is asked later, of the runtime (use_device in gpu_probe.h).
-enum class CpuDevice { kRefused, kAllowed };
-struct DeviceChoice {
-  bool cpu = false;
-  int index = 0;
-  std::string name() const { return cpu ? "cpu" : "cuda:" + std::to_string(index); }
-};
-DeviceChoice parse_device(const std::string& text, CpuDevice cpu = CpuDevice::kRefused);
-// The flag itself, parsed into `device` (for programs that also run on the CPU: DeviceFlag::kNone
-// above, then this with CpuDevice::kAllowed).
+// --device itself, read by parse_device (common_options.h) into `device` (for programs that also
+// run on the CPU: DeviceFlag::kNone above, then this with CpuDevice::kAllowed).
 CLI::Option* add_device_choice(CLI::App& app, DeviceChoice& device, CpuDevice cpu, const std::string& description);
 
 }  // namespace workbook

@@ -1,6 +1,7 @@
 // lesson_main.cpp: the lesson programs' flags, rank start, checks and report (lesson_main.h).
 #include "support/lesson_main.h"
 
+#include "cli.h"
 #include "cuda_check.h"
 #include "format.h"
 #include "gpu_probe.h"

@@ -13,7 +13,7 @@
 // time per epoch of the slowest rank.
 #pragma once
 
-#include "cli.h"
+#include "common_options.h"
 #include "regression_problem.h"
 #include "replica.h"
 #include "support/nccl_comm.h"
