@@ -53,6 +53,10 @@ command -v g++ >/dev/null || missing+=(g++)
 if ! command -v nvcc >/dev/null; then
   problems+=("nvcc not found: install the CUDA toolkit 12.0 or newer (it lives in /usr/local/cuda/bin)")
 fi
+# Wanted, not needed: installed with the rest, or alone where apt can run; without it only the
+# test that builds the READMEs' nvcc lines is slower (it compiles common/ once per line).
+wanted=()
+command -v ccache >/dev/null || wanted+=(ccache)
 have_cmake_package CLI11 || missing+=(libcli11-dev)
 have_cmake_package nlohmann_json || missing+=(nlohmann-json3-dev)
 
@@ -97,7 +101,15 @@ if ((${#problems[@]})); then
   printf 'error: %s\n' "${problems[@]}" >&2
   exit 1
 fi
+can_run_as_root() { [[ $(id -u) -eq 0 ]] || sudo -n true 2>/dev/null; }
 if ((${#missing[@]} + ${#backports[@]} == 0)); then
+  if ((${#wanted[@]})) && command -v apt-get >/dev/null && can_run_as_root; then
+    echo "Installing: ${wanted[*]} (wanted: the README nvcc test compiles common/ once, not once per line)"
+    root=(); [[ $(id -u) -eq 0 ]] || root=(sudo -n)
+    # From the package lists already there (no apt-get update: it is what a full set-up runs).
+    DEBIAN_FRONTEND=noninteractive timeout 120 "${root[@]}" apt-get install -y "${wanted[@]}" >/dev/null 2>&1 ||
+      echo "note: could not install ${wanted[*]} (apt-get install ${wanted[*]}); everything works without it, one test slower"
+  fi
   install_python_tools
   exit
 fi
@@ -125,7 +137,10 @@ else
   printf '  sudo sh -c "%s"\n' "${commands[@]}" >&2
   exit 1
 fi
-to_install=("${backports[@]}" "${missing[@]}")
+if ((${#wanted[@]})); then
+  commands+=("DEBIAN_FRONTEND=noninteractive apt-get install -y ${wanted[*]} || echo 'note: could not install ${wanted[*]}' >&2")
+fi
+to_install=("${backports[@]}" "${missing[@]}" "${wanted[@]}")
 echo "Installing: ${to_install[*]}"
 for command in "${commands[@]}"; do
   "${run_as_root[@]}" "$command" >/dev/null

@@ -2,12 +2,20 @@
 # readme_nvcc.sh README...: builds every one-line nvcc command of the READMEs, as a reader types it
 # from the workbook's root, each into a temporary folder (for build/nvcc), as many at once as the
 # machine has cores. Without a GPU, -arch=native becomes -arch=sm_90 (native needs a GPU to ask).
+# With ccache installed, nvcc's host compiler runs through it, with a cache of this run's own: the
+# common/ files every chapter's line compiles are then compiled once per set of flags, not eight
+# times (what each line builds is the same; nothing is kept from an earlier run).
 # Exit 0 when every one compiled and linked; 1 naming each that did not, or a README without one.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+if command -v ccache >/dev/null; then
+  mkdir -p "$out/ccache-bin"
+  for compiler in gcc g++ cc c++; do ln -s "$(command -v ccache)" "$out/ccache-bin/$compiler"; done
+  export PATH="$out/ccache-bin:$PATH" CCACHE_DIR="$out/ccache" CCACHE_NOHASHDIR=1
+fi
 native=1
 nvidia-smi -L 2>/dev/null | grep -q '^GPU ' || native=0
 status=0
