@@ -65,7 +65,9 @@ done
 
 {
   echo "== ctest (exit $ctest_status)"
-  grep -E 'tests passed|tests failed|\(Failed\)|\(Timeout\)|\*\*\*|^[a-z]+ += ' "$results/ctest.log" | head -40
+  # The verdict, each failure (not the skips: counted below) with ctest's dot padding cut, and the labels' times.
+  grep -E 'tests passed|tests failed|\(Failed\)|\(Timeout\)|\*\*\*(Failed|Timeout|Exception|Not Run)|^[a-z]+ += ' \
+    "$results/ctest.log" | sed -E 's/ \.{3,}/ /' | head -40
   grep -E -c '\(Skipped\)' "$results/ctest.log" | sed 's/^/skipped: /'
   if [[ ${WORKBOOK_BENCHMARKS:-1} != 0 ]]; then
     echo "== your headline figures beside the committed ones"
