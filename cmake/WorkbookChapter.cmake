@@ -24,8 +24,8 @@
 #                                     bench of many parts beside the other tests, not minutes alone
 #       [RUN_SERIAL]                  the program measures device-wide state (free memory, say):
 #                                     ctest runs its smoke, sanitize and GPU Catch2 tests alone
-#       [SANITIZE_BESIDE_OTHERS])     with RUN_SERIAL: the sanitizer runs (one GPU, no time bound)
-#                                     still run beside the other tests
+#       [SANITIZE_BESIDE_OTHERS])     with RUN_SERIAL: the sanitizer runs (on one GPU) still run
+#                                     beside the other tests
 #
 # Every program exits 77 when it has no usable GPU; ctest reports that as skipped.
 #

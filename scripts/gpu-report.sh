@@ -66,7 +66,7 @@ done
 {
   echo "== ctest (exit $ctest_status)"
   # The verdict, each failure (not the skips: counted below) with ctest's dot padding cut, and the labels' times.
-  grep -E 'tests passed|tests failed|\(Failed\)|\(Timeout\)|\*\*\*(Failed|Timeout|Exception|Not Run)|^[a-z]+ += ' \
+  grep -E 'tests passed|tests failed|\*\*\*(Failed|Timeout|Exception|Not Run)|^[a-z]+ += ' \
     "$results/ctest.log" | sed -E 's/ \.{3,}/ /' | head -40
   grep -E -c '\(Skipped\)' "$results/ctest.log" | sed 's/^/skipped: /'
   if [[ ${WORKBOOK_BENCHMARKS:-1} != 0 ]]; then

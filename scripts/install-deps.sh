@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # install-deps.sh: make sure the build dependencies are present; install the missing ones with apt
 # on Debian/Ubuntu (Catch2 v3 from bookworm-backports on Debian 12), or print the exact command;
+# ccache too where apt can run (wanted, not needed: one test is faster with it, tried once);
 # then the Python packages of the plots (numpy, matplotlib) and the README generator (cog) into the
 # workbook's own virtual environment, .venv/, from PyPI, without root.
 #
@@ -103,12 +104,19 @@ if ((${#problems[@]})); then
 fi
 can_run_as_root() { [[ $(id -u) -eq 0 ]] || sudo -n true 2>/dev/null; }
 if ((${#missing[@]} + ${#backports[@]} == 0)); then
-  if ((${#wanted[@]})) && command -v apt-get >/dev/null && can_run_as_root; then
-    echo "Installing: ${wanted[*]} (wanted: the README nvcc test compiles common/ once, not once per line)"
+  # Tried once (the marker is in build/, so a fresh build tries again): an offline machine would
+  # otherwise wait on apt at every run. No prompt can stop it: stdin is closed, and the frontend
+  # and needrestart are told so inside sudo, which drops the caller's environment.
+  tried=$workbook_build_dir/.ccache-install-tried
+  if ((${#wanted[@]})) && [[ ! -e $tried ]] && command -v apt-get >/dev/null && can_run_as_root; then
+    echo "Installing: ${wanted[*]} (wanted: the README nvcc test compiles common/*.cpp once, not once per line)"
     root=(); [[ $(id -u) -eq 0 ]] || root=(sudo -n)
-    # From the package lists already there (no apt-get update: it is what a full set-up runs).
-    DEBIAN_FRONTEND=noninteractive timeout 120 "${root[@]}" apt-get install -y "${wanted[@]}" >/dev/null 2>&1 ||
+    # From the package lists already there (no apt-get update: a full set-up runs that).
+    if ! "${root[@]}" env DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a apt-get -o Acquire::http::Timeout=10 \
+         -o Acquire::Retries=0 install -y "${wanted[@]}" </dev/null >/dev/null 2>&1; then
       echo "note: could not install ${wanted[*]} (apt-get install ${wanted[*]}); everything works without it, one test slower"
+      mkdir -p "$workbook_build_dir" && touch "$tried"
+    fi
   fi
   install_python_tools
   exit
@@ -138,7 +146,7 @@ else
   exit 1
 fi
 if ((${#wanted[@]})); then
-  commands+=("DEBIAN_FRONTEND=noninteractive apt-get install -y ${wanted[*]} || echo 'note: could not install ${wanted[*]}' >&2")
+  commands+=("DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a apt-get install -y ${wanted[*]} </dev/null || echo 'note: could not install ${wanted[*]}' >&2")
 fi
 to_install=("${backports[@]}" "${missing[@]}" "${wanted[@]}")
 echo "Installing: ${to_install[*]}"

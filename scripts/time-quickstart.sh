@@ -2,8 +2,8 @@
 # time-quickstart.sh: the README's two Quick start commands on a fresh clone of this commit, timed,
 # as a newcomer runs them (what .ci/run runs); with `tests`, the test command alone
 # (scripts/run-tests.sh), as a reader with a GPU runs it. The log, with its provenance line and the
-# wall time at the end, goes to test-logs/<date>_<machine>/quickstart.txt (or run-tests.txt), where
-# the README's figure is read.
+# wall time at the end, goes to test-logs/<date>_<machine>/quickstart.txt (where the README's figure
+# is read) or run-tests.txt.
 #
 #   scripts/time-quickstart.sh          # both commands
 #   scripts/time-quickstart.sh tests    # scripts/run-tests.sh alone

@@ -3,8 +3,9 @@
 # from the workbook's root, each into a temporary folder (for build/nvcc), as many at once as the
 # machine has cores. Without a GPU, -arch=native becomes -arch=sm_90 (native needs a GPU to ask).
 # With ccache installed, nvcc's host compiler runs through it, with a cache of this run's own: the
-# common/ files every chapter's line compiles are then compiled once per set of flags, not eight
-# times (what each line builds is the same; nothing is kept from an earlier run).
+# common/*.cpp files every chapter's line compiles are then compiled once per set of flags, not
+# eight times (what each line builds is the same; nothing is kept from an earlier run). A .cu file
+# gains nothing: nvcc's temporary file names are in what it hands the host compiler.
 # Exit 0 when every one compiled and linked; 1 naming each that did not, or a README without one.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
