@@ -86,6 +86,16 @@ install_python_tools() {
     python3 -m venv --system-site-packages "$venv" >/dev/null ||
       { echo "warning: could not make .venv/ (python3 -m venv --system-site-packages .venv); the plot and docs tests will be skipped" >&2; return 0; }
   fi
+  # --system-site-packages means the base interpreter's: when python3 is itself a virtual or conda
+  # environment (torch is often installed in one), .venv/ would not see that environment's
+  # packages. A .pth line for each package folder python3 reads, in its order, puts them back,
+  # after .venv/'s own.
+  local site_packages
+  site_packages=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null) || site_packages=
+  if [[ -d $site_packages ]]; then
+    python3 -c 'import sys; print("\n".join(p for p in sys.path if p.endswith(("site-packages", "dist-packages"))))' \
+      >"$site_packages/workbook-python3-packages.pth" 2>/dev/null || rm -f "$site_packages/workbook-python3-packages.pth"
+  fi
   if [[ $("$venv/bin/python" -c 'import importlib.metadata as m, numpy, matplotlib; print(m.version("cogapp"))' 2>/dev/null) == "$cogapp_version" ]]; then
     return 0
   fi
