@@ -9,6 +9,7 @@
 // in flight as there are threads; two streams pay all of it per copy, but two copies at a time.
 #include "small_copies.h"
 
+#include "ceil_div.h"
 #include "cuda_check.h"
 #include "device_buffer.h"
 #include "event_timer.h"
@@ -117,7 +118,8 @@ class SmallCopies {
   }
   void copy_by_kernel(std::size_t pieces, std::size_t size) {
     const std::size_t words = size / sizeof(uint4);
-    const int blocks = static_cast<int>(std::min<std::size_t>((words + kCopyThreads - 1) / kCopyThreads, kMaxCopyBlocks));
+    const int blocks = static_cast<int>(
+        std::min<std::int64_t>(ceil_div(static_cast<std::int64_t>(words), kCopyThreads), kMaxCopyBlocks));
     for (std::size_t k = 0; k < pieces; ++k) {
       copy_from_host_kernel<<<blocks, kCopyThreads, 0, stream_>>>(
           reinterpret_cast<const uint4*>(host_on_device_ + k * size), reinterpret_cast<uint4*>(device_.data() + k * size),

@@ -112,17 +112,21 @@ if ((${#problems[@]})); then
   printf 'error: %s\n' "${problems[@]}" >&2
   exit 1
 fi
-can_run_as_root() { [[ $(id -u) -eq 0 ]] || sudo -n true 2>/dev/null; }
+# How a command runs as root here: directly, through password-less sudo, or not at all.
+as_root=()
+can_be_root=true
+if [[ $(id -u) -ne 0 ]]; then
+  if sudo -n true 2>/dev/null; then as_root=(sudo -n); else can_be_root=false; fi
+fi
 if ((${#missing[@]} + ${#backports[@]} == 0)); then
   # Tried once (the marker is in build/, so a fresh build tries again): an offline machine would
   # otherwise wait on apt at every run. No prompt can stop it: stdin is closed, and the frontend
   # and needrestart are told so inside sudo, which drops the caller's environment.
   tried=$workbook_build_dir/.ccache-install-tried
-  if ((${#wanted[@]})) && [[ ! -e $tried ]] && command -v apt-get >/dev/null && can_run_as_root; then
+  if ((${#wanted[@]})) && [[ ! -e $tried ]] && command -v apt-get >/dev/null && $can_be_root; then
     echo "Installing: ${wanted[*]} (wanted: the README nvcc test compiles common/*.cpp once, not once per line)"
-    root=(); [[ $(id -u) -eq 0 ]] || root=(sudo -n)
     # From the package lists already there (no apt-get update: a full set-up runs that).
-    if ! "${root[@]}" env DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a apt-get -o Acquire::http::Timeout=10 \
+    if ! "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a apt-get -o Acquire::http::Timeout=10 \
          -o Acquire::Retries=0 install -y "${wanted[@]}" </dev/null >/dev/null 2>&1; then
       echo "note: could not install ${wanted[*]} (apt-get install ${wanted[*]}); everything works without it, one test slower"
       mkdir -p "$workbook_build_dir" && touch "$tried"
@@ -148,13 +152,12 @@ if ! command -v apt-get >/dev/null; then
   echo "error: missing ${missing[*]} ${backports[*]}; install them with your package manager" >&2
   exit 1
 fi
-if [[ $(id -u) -eq 0 ]]; then run_as_root=(bash -c)
-elif sudo -n true 2>/dev/null; then run_as_root=(sudo bash -c)
-else
+if ! $can_be_root; then
   echo "error: missing packages; run these as root, then try again:" >&2
   printf '  sudo sh -c "%s"\n' "${commands[@]}" >&2
   exit 1
 fi
+run_as_root=("${as_root[@]}" bash -c)
 if ((${#wanted[@]})); then
   commands+=("DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a apt-get install -y ${wanted[*]} </dev/null || echo 'note: could not install ${wanted[*]}' >&2")
 fi
