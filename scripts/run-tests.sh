@@ -3,7 +3,7 @@
 # On a machine without a GPU the GPU cases are skipped; the run ends with their reasons, then
 # ctest's summary line again. Tests run side by side, one per core up to 8 (-j N, or
 # CTEST_PARALLEL_LEVEL, says otherwise); those that need a machine to themselves (RUN_SERIAL:
-# free-memory readings, every GPU at once) run alone.
+# free-memory readings, every GPU at once, time bounds, the exercise checkers' build) run alone.
 #
 #   scripts/run-tests.sh                 # everything
 #   scripts/run-tests.sh -L cpu          # extra arguments go to ctest (-L gpu, -R '^02_', ...)
