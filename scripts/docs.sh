@@ -17,7 +17,8 @@ usage="usage: scripts/docs.sh check|write"
 case ${1:-} in
   -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   check|write) ;;
-  *) echo "error: ${1:+unknown command '$1' }($usage)" >&2; exit 2 ;;
+  '') echo "error: docs.sh needs a command: check or write ($usage)" >&2; exit 2 ;;
+  *) echo "error: unknown command '$1' ($usage)" >&2; exit 2 ;;
 esac
 if (($# != 1)); then echo "error: docs.sh takes one command ($usage)" >&2; exit 2; fi
 python=python3

@@ -36,6 +36,7 @@ workbook_build
 failed=()
 skipped=()
 on_cpu=()
+programs=0
 # A chapter's program is named after it (06_multi_gpu: multi_gpu); a chapter with a second lesson
 # program names it in its CMakeLists.txt (OTHER_LESSON by_hand), and it runs next.
 for dir in [0-9][0-9]_*/; do
@@ -45,6 +46,7 @@ for dir in [0-9][0-9]_*/; do
     [[ $program == "${chapter_dir#[0-9][0-9]_}" ]] || chapter="$chapter_dir $program"
     [[ -x $workbook_build_dir/$chapter_dir/$program ]] || continue
     printf '\n===== %s =====\n' "$chapter"
+    programs=$((programs + 1))
     started=$EPOCHREALTIME
     set +e
     "$workbook_build_dir/$chapter_dir/$program" "$@"
@@ -79,7 +81,8 @@ if ((${#failed[@]})); then
   exit 1
 fi
 if ((${#skipped[@]})); then
-  printf '\nEvery chapter ran; %d of them need a GPU and were skipped: %s\n' "${#skipped[@]}" "${skipped[*]}"
+  printf -v list '%s, ' "${skipped[@]}"
+  printf '\nNo program failed; %d of the %d need a GPU and were skipped: %s\n' "${#skipped[@]}" "$programs" "${list%, }"
 else
   printf '\nEvery chapter ran and passed.\n'
 fi

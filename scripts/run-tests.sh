@@ -42,16 +42,16 @@ cd "$workbook_root"
 workbook_build
 # ctest pads every result line to its longest test name; a reader gets one short line a test
 # ("12/470 Passed 0.11 s  name"), cut at 120 columns where it passed or was skipped (a failure keeps
-# its whole name), and ctest's list of the tests that did not run becomes their count (the
-# reasons follow, from skip-reasons.sh). ctest's own lines are kept in build/Testing/ctest-output.txt.
+# its whole name), and ctest's list of the tests that did not run is left out (skip-reasons.sh
+# follows with their count and reasons). ctest's own lines are kept in build/Testing/ctest-output.txt.
 compact() {
   local interactive=()  # mawk reads its input in large blocks unless told to go line by line
   awk -W version 2>&1 | grep -qi mawk && interactive=(-W interactive)
   awk "${interactive[@]}" -v width=120 '
     /^ +Start +[0-9]+: / { next }
-    /^The following tests did not run:$/ { not_run = 1; count = 0; next }
-    not_run && /^\t/ { count++; next }
-    not_run { not_run = 0; printf "(%d tests did not run: the reasons are below)\n", count }
+    /^The following tests did not run:$/ { not_run = 1; next }
+    not_run && /^\t/ { next }
+    not_run { not_run = 0 }
     {
       if (!match($0, /^ *[0-9]+\/[0-9]+ Test +#[0-9]+: /)) { print; fflush(); next }
       counter = substr($0, 1, RLENGTH); sub(/ Test .*/, "", counter)
@@ -64,8 +64,7 @@ compact() {
       line = sprintf("%s %-16s %s", counter, outcome, name)
       if (outcome ~ /^(Passed|Skipped)/ && length(line) > width) line = substr(line, 1, width - 3) "..."
       print line; fflush()
-    }
-    END { if (not_run) printf "(%d tests did not run: the reasons are below)\n", count }'
+    }'
 }
 junit=$workbook_build_dir/Testing/junit.xml
 summary=$workbook_build_dir/Testing/ctest-output.txt
