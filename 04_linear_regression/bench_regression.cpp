@@ -422,7 +422,8 @@ std::string gpu_name(int index) {
 }
 
 // The per-step table: each step's time per epoch (median, min, max over the epochs), its share of
-// the median total, and the bandwidth of the three data steps.
+// the total (of the means: they add up to the total's, as medians need not), and the bandwidth of
+// the three data steps.
 void print_steps(const StepTimes& t, const Config& config, bool cpu, Report& report) {
   const std::int64_t n = split_of(config.points).train;
   Table table({{"step", "step"}, {"time_ms", "ms/epoch", 4, Column::Style::kTiming}, {"share", "share %", 1},
@@ -431,7 +432,7 @@ void print_steps(const StepTimes& t, const Config& config, bool cpu, Report& rep
   for (int k = 0; k < 4; ++k) {
     const Stats step = summarize(t.ms[k]);
     Table::Row& row = table.add_row().set("step", kSteps[k]).set("time_ms", timing(step));
-    row.set("share", 100.0 * step.median / total.median);
+    row.set("share", 100.0 * step.mean / total.mean);
     if (kArraysMoved[k] > 0) row.set("gbps", gigabytes_per_second(kArraysMoved[k] * 4.0 * n, step.median));
   }
   table.add_row().set("step", "total").set("time_ms", timing(total));

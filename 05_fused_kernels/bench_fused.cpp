@@ -104,7 +104,8 @@ std::vector<TraceOp> record(FusedTraining& gpu, const TraceLayout& layout, int w
 }
 
 // --breakdown: the per-epoch time of each operation of variants 1 and 3 (median, min, max over the
-// epochs of a traced pass), its share of the median epoch, then each epoch's operations together.
+// epochs of a traced pass), its share of the epoch (of the means: they add up to the epoch's, as
+// medians need not), then each epoch's operations together.
 void breakdown(FusedTraining& gpu, Report& report) {
   const std::vector<Variant> both{Variant::kUnfused, Variant::kBlockReduce};
   const TraceLayout layout = trace_layout(both);
@@ -129,7 +130,7 @@ void breakdown(FusedTraining& gpu, Report& report) {
     for (const std::string& name : order) {
       const Stats t = summarize(samples[name]);
       table.add_row().set("variant", label(both[i])).set("operation", name).set("time_us", timing(t))
-          .set("share", 100.0 * t.median / total.median);
+          .set("share", 100.0 * t.mean / total.mean);
     }
     table.add_row().set("variant", label(both[i])).set("operation", "total").set("time_us", timing(total));
   }
