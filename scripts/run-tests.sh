@@ -49,9 +49,11 @@ compact() {
   awk -W version 2>&1 | grep -qi mawk && interactive=(-W interactive)
   awk "${interactive[@]}" -v width=120 '
     /^ +Start +[0-9]+: / { next }
-    /^The following tests did not run:$/ { not_run = 1; next }
+    /^The following tests did not run:$/ { not_run = 1; blanks = 0; next }  # with the blank line before it
     not_run && /^\t/ { next }
     not_run { not_run = 0 }
+    /^$/ { blanks++; next }  # held until a line follows: none at the end, where skip-reasons.sh starts with one
+    { for (; blanks > 0; blanks--) print "" }
     {
       if (!match($0, /^ *[0-9]+\/[0-9]+ Test +#[0-9]+: /)) { print; fflush(); next }
       counter = substr($0, 1, RLENGTH); sub(/ Test .*/, "", counter)
