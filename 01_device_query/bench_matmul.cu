@@ -391,7 +391,6 @@ void measure_matmuls(Report& report, Table& table, const Options& o, const Ceili
 double measure_axpy(Report& report, Table& table, const Options& o, const Ceilings& c, cudaStream_t stream) {
   workbook::NvtxRange range("axpy");
   const auto n = static_cast<std::size_t>(o.axpy_elements);
-  workbook::require_gpu_memory("--axpy-elements " + std::to_string(n), workbook::ByteCount().add(o.axpy_elements, 4, 2));
   workbook::DeviceBuffer<float> x(n), y(n);
   fill_uniform(x.data(), n, kSeedX, stream);
   fill_uniform(y.data(), n, kSeedY, stream);
@@ -467,7 +466,8 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   }
   workbook::require_at_least("--repeats", o.repeats, 1);
   workbook::require_at_least("--axpy-elements", o.axpy_elements, 1);
-  workbook::require_at_most("--axpy-elements", o.axpy_elements, std::int64_t{2'000'000'000});
+  // The kernel's grid holds up to 2^31 - 1 blocks of 1024 elements; the memory check refuses far sooner.
+  workbook::require_at_most("--axpy-elements", o.axpy_elements, std::int64_t{1'000'000'000'000});
   return std::nullopt;
 }
 
@@ -486,6 +486,14 @@ int run(int argc, char** argv) {
   const bool tensor_cores = cc.at_least(8, 0);
   const std::string why_not = "TF32 and BF16 need tensor cores of compute capability 8.0 or newer; this GPU is " +
                               cc.text();
+
+  // Memory is asked for before it is taken, as torch.cuda.mem_get_info() would be: a size that does
+  // not fit ends here with one line naming the flag, before any matrix is made.
+  const std::int64_t largest = *std::max_element(o.sizes.begin(), o.sizes.end());
+  workbook::require_gpu_memory("--sizes " + std::to_string(largest),  // A, B and C in FP32 and in BF16
+                               workbook::ByteCount().add(largest * largest, sizeof(float), 3).add(largest * largest, 2, 3));
+  workbook::require_gpu_memory("--axpy-elements " + std::to_string(o.axpy_elements),
+                               workbook::ByteCount().add(o.axpy_elements, sizeof(float), 2));
 
   Report report("device_query_bench", o.common.json);
   std::ostream& out = report.out();

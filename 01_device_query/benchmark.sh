@@ -3,8 +3,9 @@
 # (scripts/gpu-report.sh calls this on a GPU machine): the lesson (device_query), what PyTorch
 # reports for the same questions, then the bench (device_query_bench: matmuls in FP32, TF32 and
 # BF16 and y = a x + y against the lesson's peaks) and pytorch_matmul.py, the same through PyTorch,
-# one after the other. BUILD_DIR defaults to build/01_device_query, RESULTS_DIR to
-# 01_device_query/results; without a usable GPU: one line saying why, exit 77.
+# one after the other, then two requests the programs must refuse in one line (refusals.txt).
+# BUILD_DIR defaults to build/01_device_query, RESULTS_DIR to 01_device_query/results; without a
+# usable GPU: one line saying why, exit 77.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/../common/benchmark_start.sh
@@ -48,6 +49,13 @@ PY
 "$build/device_query_bench" --json "$results/device_query_bench.json" | tee "$results/device_query_bench.txt" \
   || status=1
 PYTHONUNBUFFERED=1 stamped "$results/pytorch_matmul.txt" python3 "$here/pytorch_matmul.py" --json "$results/pytorch_matmul.json" || status=1
+# What a reader sees when a request cannot be met: a device index past the last one (PyTorch:
+# torch.cuda.set_device(n) -> "invalid device ordinal") and a size larger than the GPU's free memory.
+rm -f "$results/refusals.txt"
+device_count=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["runtime"]["device_count"])' \
+  "$results/device_query.json") || status=1
+refused "$results/refusals.txt" "$build/device_query" --device "${device_count:-0}" || status=1
+refused "$results/refusals.txt" "$build/device_query_bench" --axpy-elements 500G || status=1
 # The exercises' worked answers, judged by their checkers: the verdicts the README quotes.
 exercise_answers "$results/exercises.txt" || status=1
 exit "$status"

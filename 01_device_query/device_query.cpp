@@ -267,6 +267,7 @@ std::vector<AccountingStep> measure_memory_accounting(std::size_t bytes) {
 #include <chrono>
 #include <optional>
 #include <string>
+#include <thread>
 
 namespace workbook::device_query {
 namespace {
@@ -434,8 +435,11 @@ GpuAvailability show_runtime(Report& report, const Options& o, const FirstCall& 
   const std::optional<double>& init_ms = first.init_ms;
   Table runtime({{"runtime_version", "CUDA runtime (built with)"}, {"driver_version", "CUDA driver supports"},
                  {"cuda_available", ""}, {"reason", ""}, {"device_count", "device count"},
-                 {"current_device", "current device"}, {"init_ms", "", 1, Column::Style::kTiming}});
+                 {"current_device", "current device"}, {"host_cpus", "host CPU threads"},
+                 {"init_ms", "", 1, Column::Style::kTiming}});
   Table::Row& facts = runtime.add_row().set("runtime_version", format_cuda_version(gpus.runtime_version));
+  // The host's side of the core counts that step 2 prints for the GPU (0 where the OS does not say).
+  facts.set("host_cpus", static_cast<int>(std::thread::hardware_concurrency()));
   facts.set("driver_version", gpus.driver_version ? format_cuda_version(gpus.driver_version) : "none");
   facts.set("cuda_available", gpus.available()).set("device_count", gpus.device_count);
   if (!gpus.available()) {

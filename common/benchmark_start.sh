@@ -72,6 +72,20 @@ stamped() {
   return "${PIPESTATUS[0]}"
 }
 
+# refused FILE COMMAND...: runs COMMAND, which must refuse (exit 1 or 2) with one line on stderr,
+# and adds "$ COMMAND" (the program by its name), that line and the exit status to FILE: the
+# refusals a README quotes. The first call into a FILE that is not there writes its provenance line.
+# Returns 1 when COMMAND did not refuse in one line.
+refused() {
+  local file=$1 err code=0 shown
+  shift
+  shown=("$(basename "$1")" "${@:2}")
+  [[ -s $file ]] || python3 "$(dirname "${BASH_SOURCE[0]}")/provenance.py" "$@" >"$file"
+  err=$("$@" 2>&1 >/dev/null) || code=$?
+  printf '$ %s\n%s\n(exit %d)\n' "${shown[*]}" "$err" "$code" | tee -a "$file"
+  ((code == 1 || code == 2)) && [[ $err != *$'\n'* && -n $err ]]
+}
+
 # exercise_answers FILE: every exercise checker of this chapter run on the lesson's own answer
 # (BUILD_DIR/exercises/check_*_answer), each verdict under its name, into FILE: what the README's
 # exercises section quotes. Returns 1 if an answer was not judged correct.

@@ -288,7 +288,7 @@ TEST_CASE("the bench refuses bad flags with one line and exit 2, before touching
       {{"--sizes", "5X"}, "--sizes: '5X' is not a size"},
       {{"--repeats", "0"}, "--repeats must be at least 1, got 0"},
       {{"--axpy-elements", "0"}, "--axpy-elements must be at least 1, got 0"},
-      {{"--axpy-elements", "3G"}, "--axpy-elements must be at most 2000000000, got 3000000000"},
+      {{"--axpy-elements", "2000G"}, "--axpy-elements must be at most 1000000000000, got 2000000000000"},
       {{"--device", "gpu"}, "--device must be N, cuda or cuda:N"},
       {{"--bogus"}, "--bogus"}};
   for (const auto& [args, message] : cases) {
@@ -318,6 +318,16 @@ TEST_CASE("NVML's readings: the median of each field, and no NVML (or no such GP
 
 TEST_CASE("the bench without a GPU says why in one line and exits 77") {
   check_no_gpu({WORKBOOK_BENCH_PROGRAM, "--quick", "--sizes", "64"}, "device_query_bench");
+}
+
+TEST_CASE("the bench refuses a size the GPU cannot hold with one line and exit 1, before any matmul", "[gpu]") {
+  workbook::testing::require_gpus(1);
+  const ProgramResult r = run_program({WORKBOOK_BENCH_PROGRAM, "--quick", "--axpy-elements", "500G"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.empty());  // refused before the report began
+  CHECK_THAT(r.err, StartsWith("error: --axpy-elements 500000000000 needs 3814697.3 MiB of GPU memory, but only ") &&
+                        ContainsSubstring(" are free on device 0"));
+  CHECK(workbook::testing::count_lines(r.err) == 1);
 }
 
 TEST_CASE("device_query_bench --quick: every precision's matmul and y = a x + y pass their checks", "[gpu]") {
