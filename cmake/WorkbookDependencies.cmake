@@ -21,7 +21,7 @@ if(WORKBOOK_BUILD_TESTS)
       3 CONFIG)
 endif()
 
-# scripts/install-deps.sh puts the plots' packages and cog into .venv/ (which also sees the system's,
+# scripts/install-deps.sh puts the plots' packages and Jinja2 into .venv/ (which also sees the system's,
 # torch included): the tests run the scripts with that Python when it is there, unless the reader
 # configures from an activated virtual or conda environment of their own, which is then found first.
 if(NOT DEFINED Python3_EXECUTABLE AND EXISTS "${PROJECT_SOURCE_DIR}/.venv/bin/python3"

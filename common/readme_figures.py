@@ -1,53 +1,39 @@
-"""readme_figures.py: every figure a README quotes, read from its chapter's results/ by cog.
+"""readme_figures.py: the named values a README's template drops into its prose, read from results/.
 
-A README holds each measured figure (a time, a bandwidth, a ratio, a percentage, a test count) and
-each block of program output inside a cog block, written from the committed files:
+Each README is written as a template, README.md.in (Jinja2: plain Markdown with `{{ name }}` where a
+figure goes). Beside it, readme_values.py computes those names from the committed results/:
 
-    <!-- [[[cog
-    from readme_figures import Results, fixed, ratio, paragraph
-    r = Results("04_linear_regression")
-    cuda, torch = r.json("cuda.json"), r.json("pytorch_cuda.json")
-    paragraph(f"One epoch takes {fixed(cuda['epoch_ms']['median'], 2)} ms here and "
-              f"{fixed(torch['epoch_ms']['median'], 2)} ms in PyTorch eager: "
-              f"{ratio(torch['epoch_ms']['median'], cuda['epoch_ms']['median'])} faster.")
-    ]]] -->
-    (what cog writes)
-    <!-- [[[end]]] -->
+    from readme_figures import fixed, ratio
 
-`scripts/docs.sh write` (cog -r) fills the blocks; `scripts/docs.sh check` (the ctest label docs)
-fails when a block differs from what the files give, when a file is gone, when a measured figure
-stands outside a block, and when one README's figures come from more than one run without a line
-saying why (Results.sources(), the README's last block). Comparison words ("faster", "slower") are
-computed too (faster_or_slower), never typed.
+    def values(book):
+        r = book.results("04_linear_regression")      # that chapter's results/ folder
+        cuda, torch = r.json("cuda.json"), r.json("pytorch_cuda.json")
+        return {
+            "cuda_ms": fixed(cuda["epoch_ms"]["median"], 2),
+            "speedup": ratio(torch["epoch_ms"]["median"], cuda["epoch_ms"]["median"]),
+            "same_run": book.same_run((r, "cuda.json"), (r, "pytorch_cuda.json")),
+        }
 
-cog keeps one namespace per README, so a Results made in the first block serves every later one.
+and the template says `One epoch takes {{ cuda_ms }} ms, {{ speedup }} PyTorch's, measured in
+{{ same_run }}.` common/readme_render.py renders README.md from the two (scripts/docs.sh write) and
+checks that the committed README.md is what they give (scripts/docs.sh check, the ctest label docs).
+
+Every file a Book opens is noted with its provenance record: `{{ sources() }}` lists them at the
+end of the page, and a claim about runs ("the same run", "one run") comes only from same_run() or
+runs_phrase(), which raise RunClaimError when the records behind the claim disagree.
 """
 import csv
+import importlib.util
 import json
 import os
 import re
-import sys
-import textwrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MIXED = "MIXED PROVENANCE"  # scripts/docs.sh check fails on a README that holds these words
-UNCLEAN = "UNCLEAN PROVENANCE"  # and on these: a figure from a modified tree or an unknown commit
+VALUES = "readme_values.py"  # the module beside a template that computes its values
 
 
-def _cog():
-    import cog  # only there while cog runs a block
-    return cog
-
-
-def emit(text=""):
-    """Writes lines into the README where the block stands."""
-    for line in str(text).split("\n"):
-        _cog().outl(line)
-
-
-def paragraph(text, width=100):
-    """A paragraph of prose, wrapped at `width` columns as the READMEs are."""
-    emit(textwrap.fill(" ".join(text.split()), width=width, break_on_hyphens=False, break_long_words=False))
+class RunClaimError(Exception):
+    """A sentence would say "the same run" (or "one run") over files that came from several."""
 
 
 # ------------------------------------------------------------------------- numbers as text
@@ -75,6 +61,11 @@ def percent(part, whole=1.0, digits=0):
     return f"{100.0 * part / whole:.{digits}f}%"
 
 
+def count(n):
+    """A whole number with thousands separators: 5000000 -> '5,000,000'."""
+    return f"{int(n):,}"
+
+
 def faster_or_slower(time, other_time):
     """The word for how `time` compares with `other_time` (lower is faster)."""
     return "faster" if time < other_time else "slower" if time > other_time else "as fast"
@@ -82,6 +73,11 @@ def faster_or_slower(time, other_time):
 
 def more_or_less(value, other):
     return "more" if value > other else "less" if value < other else "the same"
+
+
+def spread(timing, scale=1.0, digits=2):
+    """A timing {"median", "min", "max", "runs"} as 'median (min-max, N runs)' text pieces, scaled."""
+    return {key: fixed(timing[key] * scale, digits) for key in ("median", "min", "max")} | {"runs": str(timing["runs"])}
 
 
 # ------------------------------------------------------------------------- provenance
@@ -103,23 +99,33 @@ def _json_record(p):
             "date": str(p.get("date", "?"))[:10]}
 
 
-class Results:
-    """One chapter's results/ folder (or another folder of the workbook, such as test-logs/), read
-    for a README. Every file read is noted with its provenance, for sources()."""
+def run_key(record):
+    """What makes two records one run: the commit, the tree, the regeneration run and the host."""
+    return None if record is None else (record["commit"], record["tree"], record["run"], record["host"])
 
-    def __init__(self, folder, readme_folder=None):
+
+def describe_run(record, gpus=None):
+    """'run 2026-11-28_4xH200 (1 x NVIDIA H200, 2026-11-28) at commit 5e806168621e'."""
+    run = f"run {record['run']}" if record["run"] else "no regeneration run"
+    return f"{run} ({' and '.join(gpus or [record['gpus']])}, {record['date']}) at commit {record['commit']}"
+
+
+class Results:
+    """One chapter's results/ folder (or another folder of the workbook, such as test-logs/...),
+    read for a README. Every file read is noted with its provenance record."""
+
+    def __init__(self, folder, readme_folder):
         """`folder`: a chapter ("04_linear_regression", meaning its results/) or a folder of the
-        workbook; `readme_folder`: where the README that links to the files stands (default: the
-        chapter's own folder; "." for the top README)."""
+        workbook; `readme_folder`: where the page that links to the files stands ("." for the root)."""
         self.folder = folder if "/" in folder else os.path.join(folder, "results")
-        self.readme_folder = readme_folder if readme_folder is not None else self.folder.split("/")[0]
-        self.read = {}  # file name -> its provenance identity (None: the file carries none)
+        self.readme_folder = readme_folder
+        self.read = {}  # file name -> its provenance record (None: the file carries none)
 
     def path(self, name):
         return os.path.join(ROOT, self.folder, name)
 
     def link(self, name, text=None):
-        """A Markdown link to a results file, relative to the chapter's README."""
+        """A Markdown link to a results file, relative to the page."""
         target = os.path.relpath(self.path(name), os.path.join(ROOT, self.readme_folder))
         return f"[{text or target}]({target})"
 
@@ -141,8 +147,13 @@ class Results:
         return [l for l in lines if _line_record(l) is None]
 
     def csv(self, name):
-        lines = self.text(name)
-        return list(csv.DictReader(lines))
+        return list(csv.DictReader(self.text(name)))
+
+    def record(self, name):
+        """The provenance record of a file (reading it, if not read yet)."""
+        if name not in self.read:
+            self.json(name) if name.endswith(".json") else self.text(name)
+        return self.read[name]
 
     def number(self, name, pattern, group=1):
         """The number that `pattern` (a regular expression) captures in the first matching line."""
@@ -156,7 +167,7 @@ class Results:
         """A fenced block of a text result: from the first line matching `start` (a regular
         expression; default the first line) up to, not including, the next line matching `stop`
         (default: the end), keeping only the lines matching `grep` when given. Above it, a line
-        naming the GPU and the date the file says."""
+        naming the file, the GPU and the date its record gives."""
         lines = self.text(name)
         if start is not None:
             first = next((i for i, l in enumerate(lines) if re.search(start, l)), None)
@@ -168,119 +179,75 @@ class Results:
             lines = lines[:end]
         if grep is not None:
             lines = [l for l in lines if re.search(grep, l)]
+        block = ["```", *(l.rstrip() for l in lines), "```"]
         if caption:
             record = self.read.get(name)
             where = f"{record['gpus']}, {record['date']}" if record else "no provenance record"
-            emit(f"{self.link(name)} ({where}):")
-            emit()
-        emit("```")
-        for l in lines:
-            emit(l.rstrip())
-        emit("```")
-
-    def sources(self, mixed=None, also=()):
-        """The README's last block: which run made the figures above. More than one run (or a file
-        without provenance) is written as MIXED PROVENANCE, which the docs check refuses, unless
-        `mixed` says why the README quotes several runs. `also`: other Results this README read."""
-        records, machines = {}, {}
-        for results in (self, *also):
-            for name, record in sorted(results.read.items()):
-                key = None if record is None else (record["commit"], record["tree"], record["run"], record["host"])
-                records.setdefault(key, (record, []))[1].append(f"{results.folder}/{name}")
-                if record is not None:  # a run's programs see 1 GPU or all of them: name each way once
-                    machines.setdefault(key, {})[record["gpus"]] = True
-        def describe(record):
-            key = (record["commit"], record["tree"], record["run"], record["host"])
-            run = f"run {record['run']}" if record["run"] else "no regeneration run"
-            return f"{run} ({' and '.join(machines[key])}, {record['date']}) at commit {record['commit']} ({record['tree']})"
-        if list(records) == [None] or not records:
-            paragraph(f"{MIXED}: no file read here carries a provenance record.")
-            return
-        unclean = sorted({f for key, (record, files) in records.items() if key and (record["tree"] != "clean" or
-                          record["commit"] == "unknown") for f in files})
-        if unclean:  # results are made from a committed tree, or they say nothing about the code
-            emit(f"{UNCLEAN}: made from a modified tree or an unknown commit: {', '.join(unclean)}")
-        if len(records) == 1:
-            (record, files), = records.values()
-            paragraph(f"Every figure above comes from {describe(record)}: {len(files)} files of "
-                      f"{', '.join(sorted({f.rsplit('/', 1)[0] for f in files}))}.")
-            return
-        if mixed is None:
-            emit(f"{MIXED}: the figures above come from {len(records)} records:")
-        else:
-            paragraph(f"The figures above come from {len(records)} records ({mixed}):")
-        for key, (record, files) in records.items():
-            what = describe(record) if record else "no provenance record"
-            emit(f"- {what}: {', '.join(files)}")
+            block = [f"{self.link(name)} ({where}):", ""] + block
+        return "\n".join(block)
 
 
-# ------------------------------------------------------------------------- the check
+class Book:
+    """The results one page reads, for its sources line and its claims about runs."""
+
+    def __init__(self, readme_folder):
+        self.readme_folder = readme_folder
+        self.opened = []
+
+    def results(self, folder):
+        r = Results(folder, self.readme_folder)
+        self.opened.append(r)
+        return r
+
+    def records(self):
+        """{run key: (record, [file, ...], {gpus: True})} over every file read, in reading order."""
+        found = {}
+        for results in self.opened:
+            for name, record in results.read.items():
+                key = run_key(record)
+                entry = found.setdefault(key, (record, [], {}))
+                entry[1].append(f"{results.folder}/{name}")
+                if record is not None:  # a run's programs see one GPU or all of them: name each way once
+                    entry[2][record["gpus"]] = True
+        return found
+
+    def same_run(self, *files):
+        """'the same run', when every (results, name) pair comes from one run; RunClaimError if not."""
+        records = {f"{r.folder}/{name}": r.record(name) for r, name in files}
+        keys = {run_key(rec) for rec in records.values()}
+        if len(keys) != 1 or None in keys:
+            listing = "; ".join(f"{f}: {describe_run(rec) if rec else 'no provenance record'}" for f, rec in records.items())
+            raise RunClaimError(f"'the same run' claimed over files from {len(keys)} runs ({listing})")
+        return "the same run"
+
+    def runs_phrase(self, *files):
+        """'one run' or 'N runs' for the (results, name) pairs: the count the records give."""
+        keys = {run_key(r.record(name)) for r, name in files}
+        if None in keys:
+            raise RunClaimError("a run count over a file without a provenance record")
+        return "one run" if len(keys) == 1 else f"{len(keys)} runs"
+
+
+def load_values(folder):
+    """The readme_values.py module of a folder ("." for the root), or None where there is none."""
+    path = os.path.join(ROOT, folder, VALUES)
+    if not os.path.exists(path):
+        return None
+    spec = importlib.util.spec_from_file_location(f"readme_values_{folder.replace('.', 'root')}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ------------------------------------------------------------------------- the checks
 # A measured figure: a number with a unit of time, rate or size per second, a factor ("2.4x"), a
-# percentage, or a test count. Outside a generated block it was typed, and typed figures drift.
-# Code (fenced blocks and `spans`) is left alone: a figure there is a setting or a command.
+# percentage, or a test count. Typed by hand it drifts from the results; it must come from a value.
 MEASURED = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:\s?(?:ms|us|µs|μs|ns|s|sec|min|minutes|seconds|milliseconds|microseconds|GB/s|TB/s|"
                       r"GiB/s|MB/s|MiB/s|TFLOP/s|GFLOP/s|W)(?!\w)|x(?![\w])|×|%|\s(?:tests?|passed|failed|skipped)\b)")
-MAX_CHAPTER_LINES = 600
+# A claim about runs, which only Book.same_run() and Book.runs_phrase() may write.
+RUN_CLAIM = re.compile(r"\b(?:same run|one run|single run|one machine|same machine|one GPU machine|one regeneration)\b", re.I)
 
 
-def typed_in_code(line):
-    """The measured figures a cog block's line of code types itself: those left once its comments
-    and its f-strings' {fields} are taken out ("0.000us", a token matched in a file, is no figure)."""
-    code = re.sub(r"\s#\s.*$", "", line)
-    while re.search(r"\{[^{}]*\}", code):
-        code = re.sub(r"\{[^{}]*\}", "", code)
-    return [m.group(0) for m in MEASURED.finditer(code) if float(re.match(r"[\d,.]+", m.group(0))[0].replace(",", "")) != 0]
-
-
-def typed_figures(text):
-    """(line number, figure) for every measured figure outside cog blocks' output and code spans:
-    in the prose, and in the text a block's code types itself."""
-    found, in_block, in_code, in_cog_code = [], False, False, False
-    for number, line in enumerate(text.splitlines(), start=1):
-        if "[[[cog" in line:
-            in_block, in_cog_code = True, True
-        if in_block:
-            if in_cog_code:
-                found += [(number, figure) for figure in typed_in_code(line.split("[[[cog")[-1])]
-                in_cog_code = "]]]" not in line.split("[[[cog")[-1]
-            in_block = "[[[end]]]" not in line
-            continue
-        if line.lstrip().startswith("```"):
-            in_code = not in_code
-            continue
-        if in_code:
-            continue
-        prose = re.sub(r"`[^`]*`", "", line)
-        prose = re.sub(r"\]\([^)]*\)", "]", prose)  # link targets: file names, not figures
-        found += [(number, m.group(0)) for m in MEASURED.finditer(prose)]
-    return found
-
-
-def check(paths):
-    """The part of scripts/docs.sh check that cog does not do; one line per problem; 0 or 1."""
-    problems = []
-    for path in paths:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-        for number, figure in typed_figures(text):
-            problems.append(f"{path}:{number}: '{figure}' is typed: a measured figure comes from results/ through a cog block")
-        if UNCLEAN in text:
-            problems.append(f"{path}: {UNCLEAN}: a figure comes from a modified tree or an unknown commit (regenerate from a clean one)")
-        if MIXED in text:
-            problems.append(f"{path}: {MIXED}: its figures come from several runs, and no line says why (Results.sources(mixed=...))")
-        if "Results(" in text and ".sources(" not in text:
-            problems.append(f"{path}: reads results/ but never says from which run (end it with a block calling Results.sources())")
-        lines = text.count("\n")
-        if re.match(r"\d\d_", path) and lines > MAX_CHAPTER_LINES:
-            problems.append(f"{path}: {lines} lines, over the {MAX_CHAPTER_LINES} a chapter README may have")
-    for p in problems:
-        print(f"error: {p}")
-    return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "--check":
-        sys.exit(check(sys.argv[2:]))
-    print("error: usage: python3 common/readme_figures.py --check README.md... (scripts/docs.sh check runs it; "
-          "the READMEs' cog blocks import this module)", file=sys.stderr)
-    sys.exit(2)
+def nonzero_figures(text):
+    """The measured figures in `text`, leaving out zeros ("0.000us" is a token, not a figure)."""
+    return [m.group(0) for m in MEASURED.finditer(text) if float(re.match(r"[\d,.]+", m.group(0))[0].replace(",", "")) != 0]

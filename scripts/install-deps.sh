@@ -2,8 +2,8 @@
 # install-deps.sh: make sure the build dependencies are present; install the missing ones with apt
 # on Debian/Ubuntu (Catch2 v3 from bookworm-backports on Debian 12), or print the exact command;
 # ccache too where apt can run (wanted, not needed: one test is faster with it, tried once);
-# then the Python packages of the plots (numpy, matplotlib) and the README generator (cog) into the
-# workbook's own virtual environment, .venv/, from PyPI, without root.
+# then the Python packages of the plots (numpy, matplotlib) and of the pages' templates (Jinja2) into
+# the workbook's own virtual environment, .venv/, from PyPI, without root.
 #
 #   scripts/install-deps.sh          (run-chapters.sh and run-tests.sh call it first)
 #
@@ -71,12 +71,12 @@ if [[ -z $catch2 || $catch2 -lt 3 ]]; then
   fi
 fi
 
-# The plots' packages (requirements-plots.txt) and the README generator, cog (PyPI's cogapp), go into
+# The plots' packages (requirements-plots.txt) and the pages' template engine, Jinja2, go into
 # a virtual environment of the workbook's own, .venv/ (ignored by git): no root needed, and the
 # system's Python is left as it is. It sees the system's packages too (torch, where installed: its
 # build must match the driver, so the workbook never installs it). The tests run the scripts with
 # its Python, and a script started with another python3 moves to it (common/workbook_needs.py).
-readonly cogapp_version=3.6.0
+readonly jinja2_version=3.1.6  # the one installed where none is; any Jinja2 3 renders the same pages
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 install_python_tools() {
   local venv=$workbook_root/.venv
@@ -96,14 +96,14 @@ install_python_tools() {
     python3 -c 'import sys; print("\n".join(p for p in sys.path if p.endswith(("site-packages", "dist-packages"))))' \
       >"$site_packages/workbook-python3-packages.pth" 2>/dev/null || rm -f "$site_packages/workbook-python3-packages.pth"
   fi
-  if [[ $("$venv/bin/python" -c 'import importlib.metadata as m, numpy, matplotlib; print(m.version("cogapp"))' 2>/dev/null) == "$cogapp_version" ]]; then
+  if "$venv/bin/python" -c 'import numpy, matplotlib, jinja2, sys; sys.exit(jinja2.__version__ < "3")' 2>/dev/null; then
     return 0
   fi
-  echo "Installing numpy, matplotlib and cogapp $cogapp_version into .venv/ (the plots, the README generator)"
-  if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check "cogapp==$cogapp_version" \
+  echo "Installing numpy, matplotlib and Jinja2 into .venv/ (the plots, the pages' templates)"
+  if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check "jinja2==$jinja2_version" \
        -r "$workbook_root/requirements-plots.txt" >/dev/null; then
     # Only the plot and docs tests need them (they skip without): the chapters build and run all the same.
-    echo "warning: could not install them into .venv/ (.venv/bin/pip install cogapp==$cogapp_version -r requirements-plots.txt); the plot and docs tests will be skipped" >&2
+    echo "warning: could not install them into .venv/ (.venv/bin/pip install jinja2==$jinja2_version -r requirements-plots.txt); the plot and docs tests will be skipped" >&2
     return 0
   fi
 }

@@ -1,94 +1,124 @@
-"""docs_tamper.py: the docs check must catch a changed figure in every README.
+"""docs_tamper.py: the docs check must catch every way a page can stop telling the truth.
 
-    python3 tests/support/docs_tamper.py README.md 01_device_query/README.md ...
+    python3 tests/support/docs_tamper.py
 
-For each generated block of each README that holds a measured figure, one digit of its first
-figure is changed, in a copy of the README, and cog --check must find that copy changed; and a
-figure typed into each README's prose, or into a block's code, must be named by readme_figures'
-check. Exit 0 when every
-change is caught, 1 otherwise (naming each one that was not), 77 without cog.
+For every page made from a template (common/readme_render.py), in memory, without touching a file:
+- one digit changed in the first figure of each line that holds one must make the page differ
+  from what its template and results/ give;
+- a figure typed into the template's prose, and one typed into a string of its readme_values.py,
+  must each be named; so must a sentence written as a string there, and "the same run" typed
+  into the template's prose.
+And for claims about runs (tests/support/docs_fixture: two files from two runs): a value that
+calls them "the same run", and a page that reads both without a sentence saying why, must each
+fail to render.
+Exit 0 when every change is caught, 1 otherwise (naming each one that was not), 77 without Jinja2.
 """
 import os
-import re
-import shutil
-import subprocess
 import sys
-import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "common"))
 import readme_figures  # noqa: E402
+import readme_render  # noqa: E402
 
-PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
-if not os.path.exists(PYTHON):
-    PYTHON = sys.executable
+FIXTURE = "tests/support/docs_fixture"
 
 
-def generated_figures(lines):
-    """(line index, figure match) of the first measured figure in each generated block's output."""
-    found, state, taken = [], "prose", False
+def tampered_lines(text):
+    """(line number, the page with one digit of that line's first figure changed)."""
+    lines = text.split("\n")
     for i, line in enumerate(lines):
-        if state == "prose" and "[[[cog" in line:
-            state = "output" if "]]]" in line[line.index("[[[cog") + 6:] else "code"
-            taken = False
-        elif state == "code" and "]]]" in line:
-            state, taken = "output", False
-        elif state == "output" and "[[[end]]]" in line:
-            state = "prose"
-        elif state == "output" and not taken:
-            m = readme_figures.MEASURED.search(line)
-            if m:
-                found.append((i, m))
-                taken = True
-    return found
+        m = readme_figures.MEASURED.search(line)
+        if not m:
+            continue
+        digit = next(k for k in range(m.start(), m.end()) if line[k].isdigit())
+        changed = line[:digit] + str((int(line[digit]) + 1) % 10) + line[digit + 1:]
+        yield i + 1, "\n".join(lines[:i] + [changed] + lines[i + 1:])
 
 
-def tampered(lines, i, m):
-    """`lines` with one digit of the figure `m` on line i changed."""
-    digit = next(k for k in range(m.start(), m.end()) if lines[i][k].isdigit())
-    changed = str((int(lines[i][digit]) + 1) % 10)
-    return lines[:i] + [lines[i][:digit] + changed + lines[i][digit + 1:]] + lines[i + 1:]
+def page_failures(template):
+    failures, caught = [], 0
+    page = template[:-len(".in")]
+    made = readme_render.render(template)
+    for number, text in tampered_lines(made):
+        if readme_render.page_difference(page, text, made):
+            caught += 1
+        else:
+            failures.append(f"{page}:{number}: a changed digit passed the check")
+    with open(os.path.join(ROOT, template), encoding="utf-8") as f:
+        source = f.read()
+    if not readme_render.template_problems(template, source + "\nA typed figure: 12.5 ms.\n"):
+        failures.append(f"{template}: a '12.5 ms' typed in its prose passed the check")
+    if not readme_render.template_problems(template, source + "\nBoth were measured in the same run.\n"):
+        failures.append(f"{template}: 'the same run' typed in its prose passed the check")
+    values = os.path.join(os.path.dirname(template), readme_render.VALUES)
+    if os.path.exists(os.path.join(ROOT, values)):
+        with open(os.path.join(ROOT, values), encoding="utf-8") as f:
+            code = f.read()
+        if not readme_render.values_problems(values, code + '\n_typed = f"took {1} ms, then 12.5 ms"\n'):
+            failures.append(f"{values}: a '12.5 ms' typed in a string passed the check")
+        if not readme_render.values_problems(values, code + '\n_prose = "a whole sentence of the page written here as a string in the code"\n'):
+            failures.append(f"{values}: a sentence written as a string passed the check")
+    return caught, failures
 
 
-def main(readmes):
-    # cog runs as PYTHON below: ask that interpreter (.venv/'s when there is one, as docs.sh does),
-    # since a .venv/ whose install failed has no cog although this interpreter may have it, or not.
-    if subprocess.run([PYTHON, "-c", "import cogapp"], capture_output=True).returncode != 0:
-        print("docs_tamper.py needs cog (PyPI's cogapp): scripts/install-deps.sh installs it into .venv/")
-        return 77
-    failures, copies = [], {}
-    folder = tempfile.mkdtemp()
+RUN_CLAIM_VALUES = f'''
+def values(book):
+    r = book.results("{FIXTURE}")
+    return {{"claim": book.same_run((r, "first_run.json"), (r, "second_run.json"))}}
+'''
+TWO_RUNS_VALUES = f'''
+def values(book):
+    r = book.results("{FIXTURE}")
+    return {{"a": r.json("first_run.json")["epoch_ms"]["median"], "b": r.json("second_run.json")["epoch_ms"]["median"]}}
+'''
+
+
+def run_claim_failures():
+    failures = []
+    cases = [("a claim of 'the same run' over files of two runs", RUN_CLAIM_VALUES, "Measured in {{ claim }}.\n"),
+             ("figures of two runs with no sentence saying why", TWO_RUNS_VALUES, "{{ a }} and {{ b }}.\n\n{{ sources() }}\n")]
+    for what, values, template in cases:
+        try:
+            readme_render.render(f"{FIXTURE}/README.md.in", values_source=values, template_text=template)
+            failures.append(f"{what} rendered without an error")
+        except readme_render.DocError:
+            pass
+    explained = "{{ a }} and {{ b }}.\n\n{% call sources() %}The two come from two runs on purpose.{% endcall %}\n"
     try:
-        for readme in readmes:
-            with open(os.path.join(ROOT, readme), encoding="utf-8") as f:
-                lines = f.read().split("\n")
-            for n, (i, m) in enumerate(generated_figures(lines)):
-                copy = os.path.join(folder, f"{readme.replace('/', '_')}.{n}.md")
-                with open(copy, "w", encoding="utf-8") as f:
-                    f.write("\n".join(tampered(lines, i, m)))
-                copies[copy] = f"{readme}:{i + 1}: '{m.group(0)}'"
-            if not readme_figures.typed_figures("\n".join(lines) + "\nA typed figure: 12.5 ms.\n"):
-                failures.append(f"{readme}: a typed '12.5 ms' in its prose passed the check")
-            in_code = '<!-- [[[cog\nparagraph(f"took {x} ms, then 12.5 ms")\n]]] -->\n<!-- [[[end]]] -->\n'
-            if not readme_figures.typed_figures("\n".join(lines) + "\n" + in_code):
-                failures.append(f"{readme}: a '12.5 ms' typed in a cog block's code passed the check")
-        # One cog for every copy: it names each file it finds changed.
-        done = subprocess.run([PYTHON, "-m", "cogapp", "--check", "-I", os.path.join(ROOT, "common"), *copies],
-                              capture_output=True, text=True)
-        caught = {line.split()[1] for line in done.stdout.splitlines() if line.endswith("(changed)")}
-    finally:
-        shutil.rmtree(folder)
-    failures += [f"{where}: a changed digit passed cog --check" for copy, where in copies.items() if copy not in caught]
-    print(f"{len(copies) - len(failures)} of {len(copies)} changed figures (one in each generated block of "
-          f"{len(readmes)} READMEs) caught by cog --check; a figure typed in the prose and one typed in a block's "
-          "code caught in each README")
+        readme_render.render(f"{FIXTURE}/README.md.in", values_source=TWO_RUNS_VALUES, template_text=explained)
+    except readme_render.DocError as e:
+        failures.append(f"figures of two runs with a sentence saying why were refused: {e}")
+    return failures
+
+
+def main():
+    try:
+        import jinja2  # noqa: F401
+    except ImportError:
+        print("docs_tamper.py needs Jinja2 (PyPI's jinja2): scripts/install-deps.sh installs it into .venv/")
+        return 77
+    templates = readme_render.templates()
+    caught, failures = 0, []
+    for template in templates:
+        try:
+            n, found = page_failures(template)
+        except readme_render.DocError as e:
+            failures.append(f"{template}: cannot be made, so nothing could be tampered with: {e}")
+            continue
+        caught += n
+        failures += found
+    failures += run_claim_failures()
+    print(f"{caught} changed digits caught in {len(templates)} pages; in each, a figure and a claim of one run typed "
+          "in the template, and a figure and a sentence typed in its values, caught; a same-run claim over two runs, "
+          "and two runs unexplained, refused")
     for f in failures:
         print(f"error: {f}")
-    return 1 if failures or not copies else 0
+    return 1 if failures or not templates or not caught else 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        print("error: usage: python3 tests/support/docs_tamper.py README.md...", file=sys.stderr)
+    if len(sys.argv) > 1:
+        print("error: usage: python3 tests/support/docs_tamper.py (it takes no arguments)", file=sys.stderr)
         sys.exit(2)
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())
