@@ -4,7 +4,8 @@
 The figures go to --out DIR (benchmark.sh: its RESULTS_DIR; default build/plots/06_multi_gpu/):
 
 allreduce_busbw.png  bus bandwidth vs size (this program; nccl-tests' out-of-place busbw beside it)
-scaling.png          time per epoch and efficiency for 1/2/4 GPUs with each exchange, its share beside it
+scaling.png          time per epoch and efficiency for 1/2/4 GPUs with each exchange; a black line across
+                     each bar: the same sums and step timed alone (a measurement of its own, not subtracted)
 exchange.png         the epoch's exchange alone, each way (multi_gpu_bench exchange) and PyTorch's
                      (pytorch_ddp.py --exchange nccl|symm_mem), at each GPU count
 on_chip.png          time per epoch against points: on chip on 1 and 2 GPUs, chapter 05's best
@@ -210,16 +211,20 @@ def scaling_panel(ax, sel, kind, size, torch_rows):
     counts = sorted({r["gpus"] for r in sel})
     exchanges = list(dict.fromkeys(exchange_of(r) for r in sel))
     width = 0.8 / len(exchanges)
-    # The bar is the timed epoch. The point is what the epoch takes beyond the same sums and step
-    # run alone on one GPU (multi_gpu_bench's compute_alone_us): the exchange and its waiting.
-    # Two separate measurements, so the point is drawn on the bar, not stacked.
+    # The bar is the timed epoch. The black line is the same sums and step timed alone on rank 0's shard
+    # (multi_gpu_bench's compute_alone_us): a second measurement, drawn as measured. Their gap is
+    # not a time of the exchange (timed apart, the two differ by noise either way, and the one-shot
+    # epoch, one kernel, can take less than these two kernels), so it is never drawn as one.
     for k, x in enumerate(exchanges):
         mine = {r["gpus"]: r for r in sel if exchange_of(r) == x}
         pos = [i + (k - (len(exchanges) - 1) / 2) * width for i, n in enumerate(counts) if n in mine]
         rows = [mine[n] for n in counts if n in mine]
         bars = ax.bar(pos, [r["us_per_epoch"] for r in rows], width, color=EXCHANGE_COLORS.get(x, "tab:gray"), label=x)
-        ax.plot(pos, [r.get("allreduce_us", 0.0) for r in rows], "o", color="tab:orange", markersize=4,
-                label="exchange and its waiting (epoch - work alone)" if k == 0 else None)
+        alone = [(bar, r["compute_us"]) for bar, r in zip(bars, rows)
+                 if isinstance(r.get("compute_us"), (int, float)) and r["compute_us"] > 0]
+        if alone:
+            ax.hlines([u for _, u in alone], [b.get_x() for b, _ in alone], [b.get_x() + b.get_width() for b, _ in alone],
+                      colors="black", linewidth=2, label="the sums and step timed alone (measured apart)" if k == 0 else None)
         for bar, r in zip(bars, rows):
             ax.annotate(f"{100 * r.get('efficiency', 0.0):.0f}%", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                         ha="center", va="bottom", fontsize=7)
@@ -230,8 +235,16 @@ def scaling_panel(ax, sel, kind, size, torch_rows):
     if t:  # tens of times slower: a line of the title, not a bar that would flatten ours
         title += "\nPyTorch DDP: " + " / ".join(f"{r['us_per_epoch']:.0f}" for r in t) + " us"
     ax.set_title(title, fontsize=10)
-    ax.set_xlabel("GPUs (bar: us per epoch; label: efficiency)")
+    ax.set_xlabel("GPUs (bar: us per epoch; label: efficiency;\nblack line: the sums and step timed alone)")
     ax.set_ylabel("us per epoch")
+
+
+def alone_words(r):
+    """' (the sums and step timed alone: 8.66 us)' from a row's compute_us, or '' without one. Two
+    measurements side by side: the epoch less the work alone is no time of the exchange (timed
+    apart, the difference can even come out negative), so no line prints it."""
+    alone = r.get("compute_us") if isinstance(r, dict) else None
+    return f" (the sums and step timed alone: {alone:.2f} us)" if isinstance(alone, (int, float)) and alone > 0 else ""
 
 
 def scaling_part(results, lines):
@@ -248,9 +261,8 @@ def scaling_part(results, lines):
         for r in sel:
             ran = f" (ran {r['used']})" if r.get("used", exchange_of(r)) != exchange_of(r) else ""  # NCCL declined
             lines.append(f"- {kind} {r['points']} points on {r['gpus']} GPUs, {exchange_of(r)}{ran}: {r['us_per_epoch']:.2f} "
-                         f"us/epoch (compute {r.get('compute_us', float('nan')):.2f}, exchange "
-                         f"{r.get('allreduce_us', float('nan')):.2f}), efficiency "
-                         f"{100 * r.get('efficiency', 0.0):.1f}%{'' if r.get('passed', True) else ' FAILED'}")
+                         f"us/epoch, efficiency {100 * r.get('efficiency', 0.0):.1f}%{alone_words(r)}"
+                         f"{'' if r.get('passed', True) else ' FAILED'}")
     for r in rows:  # the chapter's target: weak scaling at the hand exchange's cost
         if r["kind"] == "weak" and exchange_of(r) == "one_shot" and r["gpus"] > 1 and r.get("passed", True):
             eff = r.get("efficiency", 0.0)
@@ -287,15 +299,14 @@ def network_line(results, name, lines):
     """ddp_N_network.json (NCCL's socket transport over loopback) beside ddp_N.json (NVLink)."""
     sockets = dig(load(os.path.join(results, name)), "ddp")
     nvlink = dig(load(os.path.join(results, name.replace("_network", ""))), "ddp")
-    a, x = dig(sockets, "us_per_epoch"), dig(sockets, "allreduce_us")
-    if not isinstance(a, (int, float)) or not isinstance(x, (int, float)):
-        lines.append(f"- {name}: us_per_epoch or allreduce_us missing")
+    a = dig(sockets, "us_per_epoch")
+    if not isinstance(a, (int, float)):
+        lines.append(f"- {name}: us_per_epoch missing")
         return
-    text = f"- DDP over NCCL's socket transport (loopback), {name.split('_')[1]} ranks: {a:.2f} us/epoch, " \
-           f"all-reduce and its waiting {x:.2f} us"
-    b, y = dig(nvlink, "us_per_epoch"), dig(nvlink, "allreduce_us")
-    if isinstance(b, (int, float)) and isinstance(y, (int, float)) and b > 0:
-        text += f"; NVLink: {b:.2f} us/epoch, {y:.2f} us ({a / b:.1f}x the epoch)"
+    text = f"- DDP over NCCL's socket transport (loopback), {name.split('_')[1]} ranks: {a:.2f} us/epoch{alone_words(sockets)}"
+    b = dig(nvlink, "us_per_epoch")
+    if isinstance(b, (int, float)) and b > 0:
+        text += f"; over NVLink: {b:.2f} us/epoch{alone_words(nvlink)}; sockets' epoch {a / b:.1f}x NVLink's"
     lines.append(text)
 
 
@@ -419,8 +430,7 @@ def exchange_lines(alone, beside_us, epochs, lines):
                          f"{r['us_per_epoch']:.2f} us{failed}")
             continue
         lines.append(f"- epoch at {r['points']} points, {r['mode']} on {r['gpus']} GPUs, --exchange {r['exchange']} "
-                     f"(ran {r.get('used', '?')}): {r['us_per_epoch']:.2f} us, of which the exchange and its waiting "
-                     f"{r.get('exchange_us', float('nan')):.2f}{failed}")
+                     f"(ran {r.get('used', '?')}): {r['us_per_epoch']:.2f} us{alone_words(r)}{failed}")
 
 
 def exchange_targets(alone, epochs, lines):
