@@ -60,8 +60,15 @@ def fmt_points(n):
 
 
 def main(cuda, torch_rows, fused, pyt, sweep, out):
+    time_vs_size(cuda, torch_rows, fused, sweep, out)
+    per_operation(fused, pyt, out)
+    at, sizes = print_table(cuda, torch_rows)
+    print_targets(cuda, at, sizes)
+    say_figures_written("plot_fused.py")
 
-    # Chart 1: time vs size.
+
+def time_vs_size(cuda, torch_rows, fused, sweep, out):
+    """Chart 1: time vs size."""
     fig, ax = plt.subplots(figsize=(9, 6))
     series = {}
     for r in cuda:
@@ -87,7 +94,9 @@ def main(cuda, torch_rows, fused, pyt, sweep, out):
     fig.tight_layout()
     save_figure(fig, os.path.join(out, "time_vs_size.png"), dpi=120)
 
-    # Chart 2: per-operation bars (microseconds per epoch) at 5M points.
+
+def operation_groups(fused, pyt):
+    """[(label, {operation: median ms per epoch})] for the bars of chart 2, operations in the epoch's order."""
     order = ["forward", "loss", "backward", "step", "fused kernel", "update"]  # JSON objects may sort keys
 
     def in_order(steps):
@@ -97,32 +106,41 @@ def main(cuda, torch_rows, fused, pyt, sweep, out):
     per_variant = {}  # variant -> {operation: median ms per epoch}
     for row in fused.get("breakdown", []) + pyt.get("breakdown", []):
         per_variant.setdefault(row["variant"], {})[row["operation"]] = row["time_us"]["median"] * 1e-3
-    groups = [(label, in_order(per_variant[v])) for v, label in GROUPS.items() if v in per_variant]
-    if groups:
-        fig, ax = plt.subplots(figsize=(9, 5))
-        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-        names = []
-        for g, (_, steps) in enumerate(groups):
-            for step in steps:
-                if step not in names:
-                    names.append(step)
-        for g, (label, steps) in enumerate(groups):
-            left = 0.0
-            for step, ms in steps.items():
-                c = colors[names.index(step) % len(colors)]
-                ax.barh(g, ms * 1e3, left=left, color=c, label=step if g == [i for i, (_, s) in enumerate(groups)
-                                                                                 if step in s][0] else None)
-                left += ms * 1e3
-            ax.text(left, g, f"  {left:.1f} us", va="center", fontsize=9)
-        ax.set_yticks(range(len(groups)))
-        ax.set_yticklabels([g[0] for g in groups])
-        ax.set_xlabel("per-epoch time (us, median over the epochs of one run), 5M points")
-        ax.set_title("Where one epoch's time goes", fontsize=10)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        save_figure(fig, os.path.join(out, "per_operation.png"), dpi=120)
+    return [(label, in_order(per_variant[v])) for v, label in GROUPS.items() if v in per_variant]
 
-    # The table: per size, every CUDA variant and PyTorch mode (ms for 200 epochs).
+
+def per_operation(fused, pyt, out):
+    """Chart 2: per-operation bars (microseconds per epoch) at 5M points; none without a breakdown."""
+    groups = operation_groups(fused, pyt)
+    if not groups:
+        return
+    fig, ax = plt.subplots(figsize=(9, 5))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    names = []
+    for g, (_, steps) in enumerate(groups):
+        for step in steps:
+            if step not in names:
+                names.append(step)
+    for g, (label, steps) in enumerate(groups):
+        left = 0.0
+        for step, ms in steps.items():
+            c = colors[names.index(step) % len(colors)]
+            ax.barh(g, ms * 1e3, left=left, color=c, label=step if g == [i for i, (_, s) in enumerate(groups)
+                                                                             if step in s][0] else None)
+            left += ms * 1e3
+        ax.text(left, g, f"  {left:.1f} us", va="center", fontsize=9)
+    ax.set_yticks(range(len(groups)))
+    ax.set_yticklabels([g[0] for g in groups])
+    ax.set_xlabel("per-epoch time (us, median over the epochs of one run), 5M points")
+    ax.set_title("Where one epoch's time goes", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, os.path.join(out, "per_operation.png"), dpi=120)
+
+
+def print_table(cuda, torch_rows):
+    """The table: per size, every CUDA variant and PyTorch mode (ms for 200 epochs). Returns the rows by
+    (points, column) and the sizes."""
     variants = []
     for r in cuda:
         if r["variant"] not in variants:
@@ -141,7 +159,12 @@ def main(cuda, torch_rows, fused, pyt, sweep, out):
     for n in sizes:
         cells = [f"{at[(n, c)]['median_ms']:.3g}" if (n, c) in at else "-" for c in cols]
         print(f"| {fmt_points(n)} | " + " | ".join(cells) + " |")
+    return at, sizes
 
+
+def print_targets(cuda, at, sizes):
+    """The chapter's targets, judged on this run: against PyTorch at 5M, the copy's rate at the largest
+    sizes, the time per epoch at the smallest."""
     def fastest(n):
         rs = [r for r in cuda if r["points"] == n]
         return min(rs, key=lambda r: r["median_ms"]) if rs else None
@@ -164,7 +187,6 @@ def main(cuda, torch_rows, fused, pyt, sweep, out):
         if f and n <= 100_000:
             print(f"- {fmt_points(n)} points: fastest variant {f['variant']} {f['us_per_epoch']:.2f} us per epoch "
                   f"(target 2 us: {'met' if f['us_per_epoch'] <= 2 else 'NOT met'})")
-    say_figures_written("plot_fused.py")
 
 
 if __name__ == "__main__":

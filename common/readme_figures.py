@@ -105,9 +105,11 @@ def run_key(record):
 
 
 def describe_run(record, gpus=None):
-    """'run 2026-11-28_4xH200 (1 x NVIDIA H200, 2026-11-28) at commit 5e806168621e'."""
-    run = f"run {record['run']}" if record["run"] else "no regeneration run"
-    return f"{run} ({' and '.join(gpus or [record['gpus']])}, {record['date']}) at commit {record['commit']}"
+    """'regeneration 2026-11-28_4xH200 (named for its machine), on 1 x NVIDIA H200, 2026-11-28, commit
+    5e806168621e': a benchmark session, not one repetition of a measurement."""
+    where = " and ".join(gpus or [record["gpus"]])
+    session = f"regeneration {record['run']} (named for its machine)" if record["run"] else "outside a regeneration"
+    return f"{session}, on {where}, {record['date']}, commit {record['commit']}"
 
 
 class Results:
@@ -212,20 +214,21 @@ class Book:
         return found
 
     def same_run(self, *files):
-        """'the same run', when every (results, name) pair comes from one run; RunClaimError if not."""
+        """'the same regeneration' (one benchmark session: scripts/regenerate.sh), when every (results,
+        name) pair comes from one; RunClaimError if not."""
         records = {f"{r.folder}/{name}": r.record(name) for r, name in files}
         keys = {run_key(rec) for rec in records.values()}
         if len(keys) != 1 or None in keys:
             listing = "; ".join(f"{f}: {describe_run(rec) if rec else 'no provenance record'}" for f, rec in records.items())
-            raise RunClaimError(f"'the same run' claimed over files from {len(keys)} runs ({listing})")
-        return "the same run"
+            raise RunClaimError(f"'the same regeneration' claimed over files from {len(keys)} ({listing})")
+        return "the same regeneration"
 
     def runs_phrase(self, *files):
-        """'one run' or 'N runs' for the (results, name) pairs: the count the records give."""
+        """'one regeneration' or 'N regenerations' for the (results, name) pairs: the count the records give."""
         keys = {run_key(r.record(name)) for r, name in files}
         if None in keys:
             raise RunClaimError("a run count over a file without a provenance record")
-        return "one run" if len(keys) == 1 else f"{len(keys)} runs"
+        return "one regeneration" if len(keys) == 1 else f"{len(keys)} regenerations"
 
 
 def load_values(folder):
@@ -245,7 +248,8 @@ def load_values(folder):
 MEASURED = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:\s?(?:ms|us|µs|μs|ns|s|sec|min|minutes|seconds|milliseconds|microseconds|GB/s|TB/s|"
                       r"GiB/s|MB/s|MiB/s|TFLOP/s|GFLOP/s|W)(?!\w)|x(?![\w])|×|%|\s(?:tests?|passed|failed|skipped)\b)")
 # A claim about runs, which only Book.same_run() and Book.runs_phrase() may write.
-RUN_CLAIM = re.compile(r"\b(?:same run|one run|single run|one machine|same machine|one GPU machine|one regeneration)\b", re.I)
+RUN_CLAIM = re.compile(r"\b(?:same (?:run|regeneration|benchmark session)|one (?:run|regeneration|benchmark session)|single run|"
+                       r"(?:one|same) machine|one GPU machine)\b", re.I)
 
 
 def nonzero_figures(text):
