@@ -2,8 +2,8 @@
 # scripts show these lines (each begins "-- workbook:"), so a reader sees the architectures and the
 # optional pieces without reading CMake's own output.
 
-# "75-real;90" -> "sm_75 sm_90 + PTX compute_90": "-real" is machine code only, "-virtual" PTX
-# only, a bare number both.
+# "75-real;90" -> "sm_75 sm_90 + PTX compute_90", "75-virtual;90-virtual" -> "PTX compute_75
+# compute_90 only": "-real" is machine code only, "-virtual" PTX only, a bare number both.
 function(workbook_describe_architectures out)
   set(machine_code)
   set(ptx)
@@ -19,28 +19,62 @@ function(workbook_describe_architectures out)
   list(JOIN machine_code " " text)
   if(ptx)
     list(JOIN ptx " " ptx_text)
-    string(APPEND text " + PTX ${ptx_text}")
+    if(text STREQUAL "")
+      set(text "PTX ${ptx_text} only")
+    else()
+      string(APPEND text " + PTX ${ptx_text}")
+    endif()
   endif()
   set(${out} "${text}" PARENT_SCOPE)
 endfunction()
 
-if(CMAKE_CUDA_ARCHITECTURES MATCHES "^(native|all|all-major)$")
+if(CMAKE_CUDA_ARCHITECTURES STREQUAL "native")
+  # CMake resolves `native` at its CUDA checks into CMAKE_CUDA_ARCHITECTURES_NATIVE ("90-real").
+  list(JOIN WORKBOOK_GPU_NAMES ", " gpu_names)
+  if(gpu_names STREQUAL "")
+    set(gpu_names "GPU")
+  endif()
+  if(DEFINED CMAKE_CUDA_ARCHITECTURES_NATIVE)
+    workbook_describe_architectures(arch_text ${CMAKE_CUDA_ARCHITECTURES_NATIVE})
+    set(arch_text "native = ${arch_text}, this machine's ${gpu_names}")
+  else()
+    set(arch_text "native, this machine's ${gpu_names}")
+  endif()
+elseif(CMAKE_CUDA_ARCHITECTURES MATCHES "^(all|all-major)$")
   set(arch_text "${CMAKE_CUDA_ARCHITECTURES}")
 else()
   workbook_describe_architectures(arch_text ${CMAKE_CUDA_ARCHITECTURES})
 endif()
-if(CMAKE_CUDA_ARCHITECTURES STREQUAL WORKBOOK_DEFAULT_CUDA_ARCHITECTURES)
-  set(arch_origin "the default")
+if(CMAKE_CUDA_ARCHITECTURES STREQUAL "native" AND WORKBOOK_CONFIGURED_WITH_GPU)
+  set(arch_origin "the default with a GPU; another GPU needs its own build folder, or `cmake --preset all-gpus`")
+elseif(CMAKE_CUDA_ARCHITECTURES STREQUAL WORKBOOK_DEFAULT_CUDA_ARCHITECTURES)
+  set(arch_origin "the default without a GPU: any GPU from Turing (7.5) on runs it, the driver compiling it at a program's first start")
+  if(WORKBOOK_CONFIGURED_WITH_GPU)
+    set(arch_origin "the default without a GPU, kept in this build folder; `cmake --preset default --fresh` builds for this machine's GPU")
+  endif()
+elseif(CMAKE_CUDA_ARCHITECTURES STREQUAL WORKBOOK_ALL_GPUS_CUDA_ARCHITECTURES)
+  set(arch_origin "the all-gpus preset")
 elseif(DEFINED ENV{CUDAARCHS})
   set(arch_origin "chosen when this build folder was configured; unset CUDAARCHS and add --fresh for the default")
 else()
   set(arch_origin "chosen when this build folder was configured; `cmake --preset default --fresh` goes back to the default")
 endif()
 message(STATUS "workbook: CUDA ${CMAKE_CUDA_COMPILER_VERSION}, building for ${arch_text} (${arch_origin})")
+if(workbook_gpus_too_old AND NOT CMAKE_CUDA_ARCHITECTURES STREQUAL "native")
+  list(JOIN WORKBOOK_GPU_COMPUTE_CAPABILITIES ", " capabilities)
+  message(STATUS "workbook: this machine's GPU (compute capability ${capabilities}) is older than CUDA 13 builds for (7.5): "
+                 "the programs will say it is not usable")
+endif()
 # CUDAARCHS only seeds a new build folder; say so instead of ignoring it silently.
 if(DEFINED ENV{CUDAARCHS} AND NOT "$ENV{CUDAARCHS}" STREQUAL "${CMAKE_CUDA_ARCHITECTURES}")
   message(STATUS "workbook: CUDAARCHS=$ENV{CUDAARCHS} is ignored: this build folder already builds for "
                  "${CMAKE_CUDA_ARCHITECTURES}; add --fresh (or -DCMAKE_CUDA_ARCHITECTURES=$ENV{CUDAARCHS})")
+endif()
+
+if(NOT WORKBOOK_BUILD_TESTS)
+  message(STATUS "workbook: the tests are left out: WORKBOOK_BUILD_TESTS is OFF in this build folder")
+elseif(WORKBOOK_TESTS_LEFT_OUT)
+  message(STATUS "workbook: the tests are left out, the chapters build and run without them: ${WORKBOOK_TESTS_LEFT_OUT}")
 endif()
 
 # The Python side: which of its packages this python3 has, so that a reader knows which scripts

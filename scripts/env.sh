@@ -9,6 +9,19 @@ workbook_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # The build folder of the default preset (CMakePresets.json): every script builds the same way.
 workbook_build_dir=$workbook_root/build
 
+# Where the system's CMake is older than 3.24 (Ubuntu 22.04 has 3.22), or Ninja is missing and apt
+# cannot install it, install-deps.sh puts PyPI's into .venv/ and links them, alone, in
+# .venv/tools/: that folder comes first on PATH (the rest of .venv/bin, python3 included, does not).
+# Called again after install-deps.sh, which may have just made it.
+workbook_tools_dir=$workbook_root/.venv/tools
+workbook_use_tools() {
+  if [[ -d $workbook_tools_dir && :$PATH: != *":$workbook_tools_dir:"* ]]; then
+    export PATH="$workbook_tools_dir:$PATH"
+    hash -r
+  fi
+}
+workbook_use_tools
+
 # The machine's name in a run's name (test-logs/<date>_<machine>/): "4xH200" for the GPUs this
 # process may use (CUDA_VISIBLE_DEVICES applies), or "2-core-no-GPU" without one.
 workbook_machine_name() {
@@ -24,10 +37,9 @@ workbook_machine_name() {
   echo "${count}x$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | sed 's/^NVIDIA //; s/ /-/g')"
 }
 
-# Configure and build the default preset. Shows the build's own summary ("-- workbook: ..."
-# lines: CUDA version, architectures, what is left out) rather than CMake's full output, unless
-# configure fails.
-workbook_build() {
+# Configure the default preset. Shows the build's own summary ("-- workbook: ..." lines: CUDA
+# version, architectures, what is left out) rather than CMake's full output, unless it fails.
+workbook_configure() {
   local log
   log=$(mktemp)
   if ! cmake --preset default >"$log" 2>&1; then
@@ -37,6 +49,15 @@ workbook_build() {
   fi
   grep -E '^-- workbook:' "$log" || true
   rm -f "$log"
+}
+
+# Configure and build the default preset.
+workbook_build() {
+  workbook_configure && workbook_compile
+}
+
+# Build the default preset, configured already.
+workbook_compile() {
   # On a terminal ninja redraws one progress line. Into a log or a pipe it writes one line per step
   # (over 200): there only every 25th step, the last, and whatever else is printed (a compiler's
   # message, FAILED) are kept.

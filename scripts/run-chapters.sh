@@ -31,6 +31,7 @@ done
 source "$(dirname "$0")/env.sh"
 cd "$workbook_root"
 "$workbook_root/scripts/install-deps.sh"
+workbook_use_tools  # PyPI's CMake and Ninja, where install-deps.sh has just put them into .venv/
 workbook_build
 
 failed=()

@@ -39,7 +39,20 @@ done
 source "$(dirname "$0")/env.sh"
 cd "$workbook_root"
 "$workbook_root/scripts/install-deps.sh"
-workbook_build
+workbook_use_tools  # PyPI's CMake and Ninja, where install-deps.sh has just put them into .venv/
+workbook_configure
+# Catch2 is for the tests only: where configure could not have it, there is nothing to test, and
+# this says so in one line, before the build (scripts/run-chapters.sh builds and runs the chapters).
+left_out=$(sed -n 's/^WORKBOOK_TESTS_LEFT_OUT:INTERNAL=//p' "$workbook_build_dir/CMakeCache.txt")
+if [[ -n $left_out ]]; then
+  echo "error: run-tests.sh: no tests to run: $left_out" >&2
+  exit 1
+fi
+if grep -q '^WORKBOOK_BUILD_TESTS:BOOL=OFF' "$workbook_build_dir/CMakeCache.txt"; then
+  echo "error: run-tests.sh: no tests to run: this build folder has WORKBOOK_BUILD_TESTS=OFF (cmake --preset default -DWORKBOOK_BUILD_TESTS=ON)" >&2
+  exit 1
+fi
+workbook_compile
 # ctest pads every result line to its longest test name; a reader gets one short line a test
 # ("12/470 Passed 0.11 s  name"), cut at 120 columns where it passed or was skipped (a failure keeps
 # its whole name), and ctest's list of the tests that did not run is left out (skip-reasons.sh
