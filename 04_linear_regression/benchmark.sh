@@ -54,7 +54,7 @@ stamped "$results/pytorch_minibatch.txt" python3 "$here/pytorch_minibatch.py" --
 "$build/linear_regression" --device cpu --lr 0.04 >"$results/exercise3_lr_0.04_cpu.txt" 2>&1 || status=1
 "$build/linear_regression" --device cpu --lr 0.05 >"$results/exercise3_lr_0.05_cpu.txt" 2>&1 && status=1 || true
 "$build/linear_regression" --noise 0.5 >"$results/exercise3_noise_0.5_cuda.txt" 2>&1 || status=1
-stamped "$results/summary.txt" python3 "$here/plot_regression.py" "$results" --out "$results" || status=1
+python3 "$here/plot_regression.py" "$results" --out "$results" || status=1
 python3 "$here/../03_streams_events/plot_trace.py" "$results/minibatch_trace.json" "$results/minibatch_trace.png" \
   "linear_regression_bench --trace: 8 steps of each pipeline at 64K, CUDA event timestamps per stream" || status=1
 # The exercises' worked answers, judged by their checkers: the verdicts the README quotes.

@@ -206,6 +206,32 @@ def exchange_of(row):
     return row.get("exchange", "nccl")  # rows from before the bench ran each exchange: NCCL's
 
 
+def exchange_bars(ax, sel, counts, offset, x, width, first):
+    """One exchange's bars in a panel, `offset` bar widths from the centre of each GPU count, each
+    labelled with its efficiency, the sums and step timed alone drawn across it as a black line."""
+    mine = {r["gpus"]: r for r in sel if exchange_of(r) == x}
+    pos = [i + offset * width for i, n in enumerate(counts) if n in mine]
+    rows = [mine[n] for n in counts if n in mine]
+    bars = ax.bar(pos, [r["us_per_epoch"] for r in rows], width, color=EXCHANGE_COLORS.get(x, "tab:gray"), label=x)
+    alone = [(bar, r["compute_us"]) for bar, r in zip(bars, rows)
+             if isinstance(r.get("compute_us"), (int, float)) and r["compute_us"] > 0]
+    if alone:
+        ax.hlines([u for _, u in alone], [b.get_x() for b, _ in alone], [b.get_x() + b.get_width() for b, _ in alone],
+                  colors="black", linewidth=2, label="the sums and step timed alone (measured apart)" if first else None)
+    for bar, r in zip(bars, rows):
+        ax.annotate(f"{100 * r.get('efficiency', 0.0):.0f}%", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                    ha="center", va="bottom", fontsize=7)
+
+
+def panel_title(kind, size, torch_rows):
+    """'strong, 5,000,000 points', with PyTorch DDP's epochs on a second line where it ran that size."""
+    title = f"{kind}, {size:,} points{' per GPU' if kind == 'weak' else ''}"
+    t = [r for r in torch_rows if r["kind"] == kind and size_of(r, kind) == size]
+    if t:  # tens of times slower: a line of the title, not a bar that would flatten ours
+        title += "\nPyTorch DDP: " + " / ".join(f"{r['us_per_epoch']:.0f}" for r in t) + " us"
+    return title
+
+
 def scaling_panel(ax, sel, kind, size, torch_rows):
     """One panel: the epoch of each GPU count as a bar per exchange, the exchange's cost beside it."""
     counts = sorted({r["gpus"] for r in sel})
@@ -216,25 +242,10 @@ def scaling_panel(ax, sel, kind, size, torch_rows):
     # not a time of the exchange (timed apart, the two differ by noise either way, and the one-shot
     # epoch, one kernel, can take less than these two kernels), so it is never drawn as one.
     for k, x in enumerate(exchanges):
-        mine = {r["gpus"]: r for r in sel if exchange_of(r) == x}
-        pos = [i + (k - (len(exchanges) - 1) / 2) * width for i, n in enumerate(counts) if n in mine]
-        rows = [mine[n] for n in counts if n in mine]
-        bars = ax.bar(pos, [r["us_per_epoch"] for r in rows], width, color=EXCHANGE_COLORS.get(x, "tab:gray"), label=x)
-        alone = [(bar, r["compute_us"]) for bar, r in zip(bars, rows)
-                 if isinstance(r.get("compute_us"), (int, float)) and r["compute_us"] > 0]
-        if alone:
-            ax.hlines([u for _, u in alone], [b.get_x() for b, _ in alone], [b.get_x() + b.get_width() for b, _ in alone],
-                      colors="black", linewidth=2, label="the sums and step timed alone (measured apart)" if k == 0 else None)
-        for bar, r in zip(bars, rows):
-            ax.annotate(f"{100 * r.get('efficiency', 0.0):.0f}%", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                        ha="center", va="bottom", fontsize=7)
+        exchange_bars(ax, sel, counts, k - (len(exchanges) - 1) / 2, x, width, k == 0)
     ax.set_xticks(range(len(counts)), [str(n) for n in counts])
     ax.set_ylim(0, 1.2 * max(r["us_per_epoch"] for r in sel))
-    title = f"{kind}, {size:,} points{' per GPU' if kind == 'weak' else ''}"
-    t = [r for r in torch_rows if r["kind"] == kind and size_of(r, kind) == size]
-    if t:  # tens of times slower: a line of the title, not a bar that would flatten ours
-        title += "\nPyTorch DDP: " + " / ".join(f"{r['us_per_epoch']:.0f}" for r in t) + " us"
-    ax.set_title(title, fontsize=10)
+    ax.set_title(panel_title(kind, size, torch_rows), fontsize=10)
     ax.set_xlabel("GPUs (bar: us per epoch; label: efficiency;\nblack line: the sums and step timed alone)")
     ax.set_ylabel("us per epoch")
 

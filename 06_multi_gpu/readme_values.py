@@ -116,24 +116,43 @@ def dp_group(r):
 
 
 def ddp_group(r):
+    d = _ddp_runs(r)
+    return {**_ddp_table(d), **_ddp_figures(d)}
+
+
+def _ddp_runs(r):
+    """The DDP step's files, read in the order the pages' sources list them."""
     ranks = sorted(n for n in (1, 2, 4, 8) if _has(r, f"ddp_{n}.json"))
-    ours = {n: r.json(f"ddp_{n}.json")["ddp"] for n in ranks}
-    torch = {n: r.json(f"ddp_pytorch_{n}.json")["ddp"] for n in ranks}
-    mpi = {n: slowest(r.json(f"mpi_ddp_{n}.json")) for n in ranks if _has(r, f"mpi_ddp_{n}.json")}
-    nb = {n: r.json(f"nonblocking_ddp_{n}.json")["ddp"]["us_per_epoch"] for n in ranks if _has(r, f"nonblocking_ddp_{n}.json")}
-    net = {n: r.json(f"ddp_{n}_network.json")["ddp"]["us_per_epoch"] for n in ranks if _has(r, f"ddp_{n}_network.json")}
-    pdp = r.json("pytorch_data_parallel.json")
-    top = max(n for n in ranks if n <= pdp["gpus"])
-    dp_torch = next(x for x in pdp["runs"] if x["run"] == "data_parallel")["us_per_epoch"]
-    mine = lambda d: cells(us(d[n]) if n in d else "" for n in ranks)
-    slower = [torch[n]["us_per_epoch"] / ours[n]["us_per_epoch"] for n in ranks]
+    d = {"ranks": ranks, "ours": {n: r.json(f"ddp_{n}.json")["ddp"] for n in ranks},
+         "torch": {n: r.json(f"ddp_pytorch_{n}.json")["ddp"] for n in ranks}}
+    d["mpi"] = {n: slowest(r.json(f"mpi_ddp_{n}.json")) for n in ranks if _has(r, f"mpi_ddp_{n}.json")}
+    d["nb"] = {n: r.json(f"nonblocking_ddp_{n}.json")["ddp"]["us_per_epoch"] for n in ranks if _has(r, f"nonblocking_ddp_{n}.json")}
+    d["net"] = {n: r.json(f"ddp_{n}_network.json")["ddp"]["us_per_epoch"] for n in ranks if _has(r, f"ddp_{n}_network.json")}
+    d["pdp"] = r.json("pytorch_data_parallel.json")
+    return d
+
+
+def _ddp_table(d):
+    """The README's DDP table: a column per rank count."""
+    ranks, ours, torch, net = d["ranks"], d["ours"], d["torch"], d["net"]
+    mine = lambda values: cells(us(values[n]) if n in values else "" for n in ranks)
     return {
         "head": cells(plural(n, "rank") for n in ranks), "align": cells("---:" for _ in ranks),
         "analog": mine({n: ours[n]["us_per_epoch"] for n in ranks}),
         "torch": cells(per_epoch(torch[n]["training_ms"], torch[n]["epochs"]) for n in ranks),
         "torch_runs": str(min(torch[n]["training_ms"]["runs"] for n in ranks)),
         "runs": str(min(ours[n]["rank0"]["repeats"] for n in ranks)),
-        "mpi": mine(mpi), "nonblocking": mine(nb), "sockets": mine(net), "sockets_two": us(net[2]) if 2 in net else "",
+        "mpi": mine(d["mpi"]), "nonblocking": mine(d["nb"]), "sockets": mine(net), "sockets_two": us(net[2]) if 2 in net else "",
+    }
+
+
+def _ddp_figures(d):
+    """The figures the DDP section's prose quotes."""
+    ranks, ours, torch, nb, pdp = d["ranks"], d["ours"], d["torch"], d["nb"], d["pdp"]
+    top = max(n for n in ranks if n <= pdp["gpus"])
+    dp_torch = next(x for x in pdp["runs"] if x["run"] == "data_parallel")["us_per_epoch"]
+    slower = [torch[n]["us_per_epoch"] / ours[n]["us_per_epoch"] for n in ranks]
+    return {
         "torch_slower": f"{fixed(min(slower), 0)}x to {fixed(max(slower), 0)}x",
         "two": us(ours[2]["us_per_epoch"]),
         "two_alone": us(ours[2]["compute_us"]), "two_vs_one": faster_or_slower(ours[2]["us_per_epoch"], ours[1]["us_per_epoch"]),
@@ -171,19 +190,34 @@ def cost_group(r):
 
 
 def hand_group(r):
+    d = _hand_runs(r)
+    return {**_hand_alone(d), **_hand_against_best(d), **_hand_epoch(d)}
+
+
+def _hand_runs(r):
+    """The exchange step's files, and nccl-tests' beside them, read in the order the pages' sources
+    list them: {al: (form, exchange, launch, GPUs) -> median µs alone, ep: (mode, GPUs, exchange) ->
+    the epoch at 5M points, torch, tests, best: NCCL's best time per GPU count, ...}."""
     ex = r.json("exchange.json")["exchange"]
     counts = ex["gpu_counts"]
-    al = {(x["form"], x["exchange"], x["launch"], x["gpus"]): x["time_us"]["median"] for x in ex["alone"]}
-    ep = {(x["mode"], x["gpus"], x["exchange"]): x for x in ex["epochs"] if x["points"] == M5}
-    row = lambda form, x, launch, ns=counts: cells(us(al[form, x, launch, n]) if (form, x, launch, n) in al else "" for n in ns)
     multi = [n for n in counts if n > 1]
-    torch = {(x, n): r.json(f"exchange_pytorch_{x}_{n}.json")["ddp"] for x in ("nccl", "symm_mem") for n in multi
-             if _has(r, f"exchange_pytorch_{x}_{n}.json")}
+    d = {"ex": ex, "counts": counts, "multi": multi,
+         "al": {(x["form"], x["exchange"], x["launch"], x["gpus"]): x["time_us"]["median"] for x in ex["alone"]},
+         "ep": {(x["mode"], x["gpus"], x["exchange"]): x for x in ex["epochs"] if x["points"] == M5}}
+    d["torch"] = {(x, n): r.json(f"exchange_pytorch_{x}_{n}.json")["ddp"] for x in ("nccl", "symm_mem") for n in multi
+                  if _has(r, f"exchange_pytorch_{x}_{n}.json")}
     tests = {(sym, n): _nccl_tests(r, f"nccl_tests_graph{'_symmetric' * sym}_{n}gpus.txt") for sym in (False, True) for n in multi}
-    best = {n: min(al["ddp", "nccl_symmetric", "graph", n], *tests[True, n].values()) for n in multi}
-    k1, k2 = al["dp", "one_shot", "one_kernel", 1], al["dp", "one_shot", "one_kernel", 2]
-    version = next((m[1] for m in (re.search(r"nccl-tests version (\S+)", l) for l in r.text("nccl_tests_graph_symmetric_2gpus.txt")) if m), "?")
-    epoch_cells = lambda x: cells(us(ep[m, n, x]["us_per_epoch"]) for n in counts for m in ("dp", "ddp"))
+    d["tests"] = tests
+    d["best"] = {n: min(d["al"]["ddp", "nccl_symmetric", "graph", n], *tests[True, n].values()) for n in multi}
+    lines = r.text("nccl_tests_graph_symmetric_2gpus.txt")
+    d["version"] = next((m[1] for m in (re.search(r"nccl-tests version (\S+)", l) for l in lines) if m), "?")
+    return d
+
+
+def _hand_alone(d):
+    """The tables of each exchange timed alone, ours and PyTorch's and nccl-tests'."""
+    ex, counts, multi, al, torch, tests = d["ex"], d["counts"], d["multi"], d["al"], d["torch"], d["tests"]
+    row = lambda form, x, launch, ns=counts: cells(us(al[form, x, launch, n]) if (form, x, launch, n) in al else "" for n in ns)
     return {
         "head": cells(plural(n, "GPU") for n in counts), "align": cells("---:" for _ in counts),
         "head_multi": cells(plural(n, "GPU") for n in multi), "align_multi": cells("---:" for _ in multi),
@@ -194,12 +228,28 @@ def hand_group(r):
         "torch_runs": str(min(t["exchange_eager_us"]["runs"] for t in torch.values())),
         "tests": {("symmetric" if sym else "plain"): cells(us(tests[sym, n][16]) if 16 in tests[sym, n] else "" for n in multi)
                   for sym in (False, True)},
-        "tests_version": version, "batches": str(ex["batches"]), "iterations": str(ex["iterations"]),
+        "tests_version": d["version"], "batches": str(ex["batches"]), "iterations": str(ex["iterations"]),
+    }
+
+
+def _hand_against_best(d):
+    """The hand exchange against NCCL at its best, and the round trip inside one kernel."""
+    multi, al, best = d["multi"], d["al"], d["best"]
+    k1, k2 = al["dp", "one_shot", "one_kernel", 1], al["dp", "one_shot", "one_kernel", 2]
+    return {
         "vs_best": {n: ratio(best[n], al["ddp", "one_shot", "graph", n]) for n in multi},
         "best": {n: us(best[n]) for n in multi}, "mine": {n: us(al["ddp", "one_shot", "graph", n]) for n in multi},
         "words": {n: faster_or_slower(al["ddp", "one_shot", "graph", n], best[n]) for n in multi},
         "kernel_one": us(k1), "kernel_two": us(k2), "round_trip": us(k2 - k1),
         "launch": us(al["dp", "none", "empty_kernel", 2]), "graphed_two": us(al["dp", "one_shot", "graph", 2]),
+    }
+
+
+def _hand_epoch(d):
+    """The epoch at 5M points with each exchange."""
+    counts, ep = d["counts"], d["ep"]
+    epoch_cells = lambda x: cells(us(ep[m, n, x]["us_per_epoch"]) for n in counts for m in ("dp", "ddp"))
+    return {
         "epoch_head": cells(f"{m}, {plural(n, 'GPU')}" for n in counts for m in ("dp", "ddp")),
         "epoch_align": cells("---:" for _ in counts for _m in ("dp", "ddp")),
         "epoch": {x: epoch_cells(x) for x in ("nccl", "nccl_symmetric", "one_shot")},
@@ -261,25 +311,45 @@ def scaling_group(r):
 
 
 def chip_group(r):
+    d = _chip_runs(r)
+    return {**_chip_table(d), **_chip_figures(d)}
+
+
+def _chip_runs(r):
+    """The on-chip epochs beside 05's best, from the exchange step: {best: points -> µs, oc: (GPUs,
+    points) -> µs, skip: (GPUs, points) -> the room it needed, fits and past: the sizes within and
+    beyond one GPU's room, ...}."""
     ex = r.json("exchange.json")["exchange"]
-    counts = ex["gpu_counts"]
     best = {x["points"]: x["us_per_epoch"] for x in ex["epochs"] if x["mode"] == "one_gpu_best"}
-    oc = {(x["gpus"], x["points"]): x["us_per_epoch"] for x in ex["epochs"] if x["mode"] == "on_chip"}
-    skip = {(x["gpus"], x["points"]): re.search(r"[\d.]+ MB(?= needed)", x["skipped"])[0] for x in ex["on_chip_skipped"]}
     room = ex["on_chip_room"]
-    l2 = next(m[1] for m in (re.search(r"(\d+) MiB L2", l) for l in r.text("one_gpu_sweep.txt")) if m)
-    fits = [p for p in sorted(best) if p * 0.8 <= room["train_points"]]
-    past = [p for p in sorted(best) if p * 0.8 > room["train_points"]]
-    p10 = past[min(1, len(past) - 1)]
+    return {
+        "counts": ex["gpu_counts"], "best": best, "room": room,
+        "oc": {(x["gpus"], x["points"]): x["us_per_epoch"] for x in ex["epochs"] if x["mode"] == "on_chip"},
+        "skip": {(x["gpus"], x["points"]): re.search(r"[\d.]+ MB(?= needed)", x["skipped"])[0] for x in ex["on_chip_skipped"]},
+        "l2": next(m[1] for m in (re.search(r"(\d+) MiB L2", l) for l in r.text("one_gpu_sweep.txt")) if m),
+        "fits": [p for p in sorted(best) if p * 0.8 <= room["train_points"]],
+        "past": [p for p in sorted(best) if p * 0.8 > room["train_points"]],
+    }
+
+
+def _chip_table(d):
+    """The README's on-chip table: a row per size."""
+    counts, best, oc, skip = d["counts"], d["best"], d["oc"], d["skip"]
     cell = lambda n, p: us(oc[n, p]) if (n, p) in oc else f"does not fit ({skip[n, p]})" if (n, p) in skip else ""
     rows = [{"points": millions(p), "best": us(best[p]), "cells": cells(cell(n, p) for n in counts),
              "vs_two": ratio(best[p], oc[2, p]) if (2, p) in oc else ""} for p in sorted(best)]
+    return {"rows": rows, "head": cells(f"on chip, {plural(n, 'GPU')}" for n in counts),
+            "align_short": cells("---:" for _ in counts)}
+
+
+def _chip_figures(d):
+    """The figures the on-chip section's prose quotes."""
+    best, oc, room, fits, past = d["best"], d["oc"], d["room"], d["fits"], d["past"]
+    p10 = past[min(1, len(past) - 1)]
     one_wins = [millions(p) for p in fits if (1, p) in oc and (2, p) in oc and oc[1, p] < oc[2, p]]
     two = sorted(p for (n, p) in oc if n == 2)
     return {
-        "rows": rows, "head": cells(f"on chip, {plural(n, 'GPU')}" for n in counts),
-        "align_short": cells("---:" for _ in counts), "mb": fixed(room["bytes"] / 1e6, 1),
-        "room_points": fixed(room["train_points"] / 0.8 / 1e6, 1), "l2": l2,
+        "mb": fixed(room["bytes"] / 1e6, 1), "room_points": fixed(room["train_points"] / 0.8 / 1e6, 1), "l2": d["l2"],
         "last_fit": millions(fits[-1]), "last_fit_us": us(best[fits[-1]]),
         "first_past": millions(past[0]), "first_past_us": us(best[past[0]]), "first_past_mb": fixed(past[0] * 0.8 * 8 / 1e6, 1),
         "one_wins": ", ".join(one_wins) or "no size", "all_fit_one_wins": len(one_wins) == len(fits),
@@ -308,32 +378,59 @@ def fault_group(r):
 
 def article_group(book):
     r04, r05 = book.results("04_linear_regression"), book.results("05_fused_kernels")
+    d = _article_04(r04)
+    sweep = _article_sweep(r05)
+    return {**d, "link_04": r04.link("pytorch_cpu.json", "pytorch_cpu.json"),
+            "link_05": r05.link("pytorch_sweep.json", "pytorch_sweep.json"), **_article_range(sweep), **_article_outlier(sweep)}
+
+
+def _article_04(r04):
+    """Chapter 04's one job, 5M points, on the CPU and the GPU (PyTorch's both)."""
     cpu, gpu = r04.json("pytorch_cpu.json"), r04.json("pytorch_cuda.json")
     tc, tg = cpu["result"][0]["training_ms"], gpu["result"][0]["training_ms"]
-    rows = {(x["variant"], x["points"]): x for x in r05.json("pytorch_sweep.json")["sweep"] if x["passed"]}
-    sizes = sorted(p for v, p in rows if v == "cpu" and ("eager", p) in rows)
-    cpu_us = {p: rows["cpu", p]["us_per_epoch"] for p in sizes}
-    gain = {p: cpu_us[p] / rows["eager", p]["us_per_epoch"] for p in sizes}
-    # An outlier: a size whose CPU epoch is longer than a larger size's (the time falls as the data grows).
-    outliers = [p for p in sizes if any(cpu_us[q] < cpu_us[p] / 2 for q in sizes if q > p)]
-    others = [p for p in sizes if p not in outliers]
-    def neighbour(p, step):
-        near = [q for q in others if (q < p if step < 0 else q > p)]
-        return (max(near) if step < 0 else min(near)) if near else None
-    o = outliers[0] if outliers else None
-    spiky = [p for p in sizes if rows["cpu", p]["training_ms"]["max"] > 3 * rows["cpu", p]["training_ms"]["median"]]
-    t = lambda p, k: fixed(rows["cpu", p]["training_ms"][k] / 1000, 2)
-    lo, hi = min(gain, key=gain.get), max(gain, key=gain.get)
     return {
         "cpu_s": fixed(tc["median"] / 1000, 2), "cpu_min_s": fixed(tc["min"] / 1000, 2), "cpu_max_s": fixed(tc["max"] / 1000, 2),
         "cpu_runs": str(tc["runs"]), "threads": str(cpu["cpu_threads"]), "points": count(cpu["points"]),
         "gpu_ms": fixed(tg["median"], 1), "gpu_min_ms": fixed(tg["min"], 1), "gpu_max_ms": fixed(tg["max"], 1),
         "gpu_runs": str(tg["runs"]), "gain_04": ratio(tc["median"], tg["median"], 1),
-        "link_04": r04.link("pytorch_cpu.json", "pytorch_cpu.json"), "link_05": r05.link("pytorch_sweep.json", "pytorch_sweep.json"),
+    }
+
+
+def _article_sweep(r05):
+    """Chapter 05's PyTorch sweep, CPU against eager: {rows: (variant, points) -> row, sizes, cpu_us,
+    gain: points -> the GPU's gain, outliers and others}."""
+    rows = {(x["variant"], x["points"]): x for x in r05.json("pytorch_sweep.json")["sweep"] if x["passed"]}
+    sizes = sorted(p for v, p in rows if v == "cpu" and ("eager", p) in rows)
+    cpu_us = {p: rows["cpu", p]["us_per_epoch"] for p in sizes}
+    # An outlier: a size whose CPU epoch is longer than a larger size's (the time falls as the data grows).
+    outliers = [p for p in sizes if any(cpu_us[q] < cpu_us[p] / 2 for q in sizes if q > p)]
+    return {"rows": rows, "sizes": sizes, "cpu_us": cpu_us, "outliers": outliers,
+            "gain": {p: cpu_us[p] / rows["eager", p]["us_per_epoch"] for p in sizes},
+            "others": [p for p in sizes if p not in outliers]}
+
+
+def _article_range(s):
+    """The range of the GPU's gain over the sweep, with the size at each end."""
+    rows, sizes, cpu_us, gain = s["rows"], s["sizes"], s["cpu_us"], s["gain"]
+    lo, hi = min(gain, key=gain.get), max(gain, key=gain.get)
+    return {
         "sweep_from": count(sizes[0]), "sweep_to": count(sizes[-1]), "sweep_sizes": str(len(sizes)),
         "low": ratio(gain[lo], 1), "low_at": count(lo), "high": ratio(gain[hi], 1, 1), "high_at": count(hi),
         "low_cpu": per_epoch(rows["cpu", lo]["training_ms"], rows["cpu", lo]["epochs"], 2), "low_gpu": fixed(rows["eager", lo]["us_per_epoch"], 2),
         "low_word": faster_or_slower(cpu_us[lo], rows["eager", lo]["us_per_epoch"]),
+    }
+
+
+def _article_outlier(s):
+    """The sweep's outlier, if any: its CPU epoch beside its neighbours', and the range without it."""
+    rows, sizes, cpu_us, gain, others = s["rows"], s["sizes"], s["cpu_us"], s["gain"], s["others"]
+    def neighbour(p, step):
+        near = [q for q in others if (q < p if step < 0 else q > p)]
+        return (max(near) if step < 0 else min(near)) if near else None
+    o = s["outliers"][0] if s["outliers"] else None
+    spiky = [p for p in sizes if rows["cpu", p]["training_ms"]["max"] > 3 * rows["cpu", p]["training_ms"]["median"]]
+    t = lambda p, k: fixed(rows["cpu", p]["training_ms"][k] / 1000, 2)
+    return {
         "outlier": bool(o),
         "o_points": count(o) if o else "", "o_cpu": count(round(cpu_us[o])) if o else "",
         "o_below": count(neighbour(o, -1)) if o and neighbour(o, -1) else "",
