@@ -37,7 +37,9 @@ def quick_start(book):
     v = {}
     if q:
         seconds = q.number("quickstart.txt", r"^quickstart: exit 0 after (\d+) s")
+        tests = q.number("quickstart.txt", r"^Total Test time \(real\) = ([\d.]+) sec")
         v["quick"] = {"time": minutes(seconds), "summary": summary_line(q, "quickstart.txt"),
+                      "setup_and_build": minutes(seconds - tests), "tests": minutes(tests),
                       "log": q.link("quickstart.txt", "its log"),
                       "machine": q.folder.split("_", 1)[1].replace("-core-no-GPU", " cores, no GPU"),
                       "skips": q.output("quickstart.txt", start=r"tests skipped, for these reasons:",
