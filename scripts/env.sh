@@ -22,6 +22,14 @@ workbook_use_tools() {
 }
 workbook_use_tools
 
+# What both Quick start commands begin with: from the workbook's root, install what is missing
+# (scripts/install-deps.sh), then put the tools it may have just put into .venv/ first on PATH.
+workbook_set_up() {
+  cd "$workbook_root" || return 1
+  "$workbook_root/scripts/install-deps.sh" || return
+  workbook_use_tools
+}
+
 # The machine's name in a run's name (test-logs/<date>_<machine>/): "4xH200" for the GPUs this
 # process may use (CUDA_VISIBLE_DEVICES applies), or "2-core-no-GPU" without one.
 workbook_machine_name() {

@@ -29,9 +29,7 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   esac
 done
 source "$(dirname "$0")/env.sh"
-cd "$workbook_root"
-"$workbook_root/scripts/install-deps.sh"
-workbook_use_tools  # PyPI's CMake and Ninja, where install-deps.sh has just put them into .venv/
+workbook_set_up
 workbook_build
 
 failed=()

@@ -37,9 +37,7 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   esac
 done
 source "$(dirname "$0")/env.sh"
-cd "$workbook_root"
-"$workbook_root/scripts/install-deps.sh"
-workbook_use_tools  # PyPI's CMake and Ninja, where install-deps.sh has just put them into .venv/
+workbook_set_up
 workbook_configure
 # Catch2 is for the tests only: where configure could not have it, there is nothing to test, and
 # this says so in one line, before the build (scripts/run-chapters.sh builds and runs the chapters).
