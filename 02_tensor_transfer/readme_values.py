@@ -113,7 +113,8 @@ def random_tensor(lesson, bench, torch):
             "gen_ours_ms": fixed(ours_gen, 0), "gen_torch_ms": fixed(torch_gen, 0),
             "gen_ratio": ratio(max(ours_gen, torch_gen), min(ours_gen, torch_gen), 1),
             "gen_torch_word": faster_or_slower(torch_gen, ours_gen),
-            "torch_gen_explains": torch_gen < ours_gen and trt["speedup"] < rt["speedup"]}
+            "torch_gen_explains": torch_gen < ours_gen and trt["speedup"] < rt["speedup"],
+            "target_met": med(host) >= 10 * med(gpu), "target_far": med(host) >= 100 * med(gpu)}
 
 
 def the_sweep(bench, torch):

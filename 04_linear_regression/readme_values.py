@@ -175,9 +175,10 @@ def setup(r, cuda_run, tgpu):
     setup_rows = [{"what": s["what"], "pytorch": s["pytorch"], "here": fixed(s["time_ms"]["median"], 4),
                    "there": fixed(t["time_ms"]["median"], 4)} for s, t in zip(setup, tsetup)]
     here, there = [s["time_ms"]["median"] for s in setup], [s["time_ms"]["median"] for s in tsetup]
-    return {"setup_rows": setup_rows,
+    data_mb = r.json("cuda_steps.json")["points"] * 2 * 4 / 1e6  # x and y, one float each per point
+    return {"setup_rows": setup_rows, "setup_data_mb": fixed(data_mb, 0),
             "setup_copy_us": fixed(1000 * here[0], 1), "setup_copy_ratio": ratio(there[0], here[0], 0),
-            "setup_data_us": fixed(1000 * here[2], 1), "setup_data_gbps": fixed(40 / here[2], 0),
+            "setup_data_us": fixed(1000 * here[2], 1), "setup_data_gbps": fixed(data_mb / here[2], 0),
             "setup_noise_ratio": ratio(here[3], here[2], 0),
             "setup_share": percent(here[0] + here[2], training(cuda_run)["median"], 1),
             "setup_share_torch": percent(there[0] + there[2], training(tgpu)["median"], 1)}

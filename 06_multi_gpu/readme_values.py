@@ -353,7 +353,7 @@ def _chip_figures(d):
         "last_fit": millions(fits[-1]), "last_fit_us": us(best[fits[-1]]),
         "first_past": millions(past[0]), "first_past_us": us(best[past[0]]), "first_past_mb": fixed(past[0] * 0.8 * 8 / 1e6, 1),
         "one_wins": ", ".join(one_wins) or "no size", "all_fit_one_wins": len(one_wins) == len(fits),
-        "p10": millions(p10), "p10_vs": ratio(best[p10], oc[2, p10]),
+        "p10": millions(p10), "p10_vs": ratio(best[p10], oc[2, p10]), "p10_over_twice": best[p10] > 2 * oc[2, p10],
         "two_from": millions(two[0]), "two_to": millions(two[-1]), "two_growth": us(oc[2, two[-1]] - oc[2, two[0]]),
     }
 

@@ -218,16 +218,18 @@ class Book:
         name) pair comes from one; RunClaimError if not."""
         records = {f"{r.folder}/{name}": r.record(name) for r, name in files}
         keys = {run_key(rec) for rec in records.values()}
-        if len(keys) != 1 or None in keys:
+        # Files made outside a regeneration name no session: same commit and host say nothing of when.
+        if len(keys) != 1 or None in keys or any(rec["run"] is None for rec in records.values()):
             listing = "; ".join(f"{f}: {describe_run(rec) if rec else 'no provenance record'}" for f, rec in records.items())
             raise RunClaimError(f"'the same regeneration' claimed over files from {len(keys)} ({listing})")
         return "the same regeneration"
 
     def runs_phrase(self, *files):
         """'one regeneration' or 'N regenerations' for the (results, name) pairs: the count the records give."""
-        keys = {run_key(r.record(name)) for r, name in files}
-        if None in keys:
-            raise RunClaimError("a run count over a file without a provenance record")
+        records = [r.record(name) for r, name in files]
+        if any(rec is None or rec["run"] is None for rec in records):
+            raise RunClaimError("a count of regenerations over a file made outside one, or without a provenance record")
+        keys = {run_key(rec) for rec in records}
         return "one regeneration" if len(keys) == 1 else f"{len(keys)} regenerations"
 
 

@@ -19,13 +19,13 @@ Without Jinja2 (PyPI's jinja2; scripts/install-deps.sh puts it into .venv/): exi
 """
 import ast
 import glob
-import importlib.util
 import os
 import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from readme_figures import ROOT, RUN_CLAIM, VALUES, Book, RunClaimError, describe_run, load_values, nonzero_figures  # noqa: E402
+from readme_figures import MEASURED, ROOT, RUN_CLAIM, VALUES, Book, RunClaimError, describe_run, load_values, nonzero_figures  # noqa: E402
 
 HEADER = "<!-- Made from {template} and {values} by scripts/docs.sh write: edit those, not this page. -->\n"
 # A chapter README opens the same way: what you will learn, the command, its output, a legend.
@@ -51,6 +51,7 @@ def _sources(book):
     """The page's closing list: each run its figures came from, and the files. Several runs need a
     sentence saying why: `{% call sources() %}why{% endcall %}`."""
     def sources(caller=None):
+        sources.called = True
         records = book.records()
         if not records:
             raise DocError("sources(): this page read no results")
@@ -73,6 +74,7 @@ def _sources(book):
             where = "; ".join(f"{folder}: {', '.join(names)}" for folder, names in folders.items())
             lines.append(f"- {describe_run(record, list(gpus))}: {where}")
         return "\n".join(lines)
+    sources.called = False
     return sources
 
 
@@ -97,7 +99,6 @@ def page_records(template):
 
 
 def _render(template, values_source=None, template_text=None):
-    import jinja2
     folder = os.path.dirname(template) or "."
     book = Book(folder)
     if values_source is not None:
@@ -110,8 +111,11 @@ def _render(template, values_source=None, template_text=None):
         if template_text is None:
             with open(os.path.join(ROOT, template), encoding="utf-8") as f:
                 template_text = f.read()
-        page = _environment().from_string(template_text).render(values, sources=_sources(book))
-    except (RunClaimError, DocError, jinja2.TemplateError, OSError, KeyError, ValueError, IndexError, StopIteration) as e:
+        sources = _sources(book)
+        page = _environment().from_string(template_text).render(values, sources=sources)
+        if book.records() and not sources.called:
+            raise DocError("the page reads results/ but never lists where they come from ({{ sources() }})")
+    except Exception as e:  # a values module's or a template's mistake: one line, never a traceback
         raise DocError(f"{template}: {type(e).__name__}: {e}") from None
     name = os.path.basename(template)
     header = HEADER.format(template=name, values=VALUES if module else "nothing else")
@@ -139,13 +143,43 @@ def prose_lines(text):
         yield number, re.sub(r"\]\([^)]*\)", "]", line)
 
 
+def _tag_literals(text):
+    """(line number, string) of each quoted string inside a template's Jinja tags."""
+    for tag in re.finditer(r"\{\{.*?\}\}|\{%.*?%\}", text, flags=re.S):
+        number = text.count("\n", 0, tag.start()) + 1
+        for literal in re.finditer(r"'([^']*)'|\"([^\"]*)\"", tag.group(0)):
+            yield number, literal.group(1) if literal.group(1) is not None else literal.group(2)
+
+
+def _joined_prose(text):
+    """The prose as one string, each line's start remembered: a figure or a claim may span lines."""
+    starts, pieces, at = [], [], 0
+    for number, line in prose_lines(text):
+        starts.append((at, number))
+        pieces.append(line)
+        at += len(line) + 1
+    return " ".join(pieces), starts
+
+
+def _line_at(starts, offset):
+    return max((number for start, number in starts if start <= offset), default=1)
+
+
 def template_problems(template, text):
     problems = []
-    for number, line in prose_lines(_blank_tags(text)):
-        problems += [f"{template}:{number}: '{figure}' is typed: a measured figure is a value from readme_values.py"
-                     for figure in nonzero_figures(line)]
-        problems += [f"{template}:{number}: '{m.group(0)}' is a claim about runs: it comes from book.same_run() or "
-                     "book.runs_phrase(), which check the records" for m in RUN_CLAIM.finditer(line)]
+    prose, starts = _joined_prose(_blank_tags(text))
+    for m in MEASURED.finditer(prose):
+        if nonzero_figures(m.group(0)):
+            problems.append(f"{template}:{_line_at(starts, m.start())}: '{m.group(0)}' is typed: a measured figure is a "
+                            "value from readme_values.py")
+    for m in RUN_CLAIM.finditer(prose):
+        problems.append(f"{template}:{_line_at(starts, m.start())}: '{m.group(0)}' is a claim about runs: it comes from "
+                        "book.same_run() or book.runs_phrase(), which check the records")
+    for number, literal in _tag_literals(text):
+        problems += [f"{template}:{number}: '{figure}' is typed inside a tag: a measured figure is a value from "
+                     "readme_values.py" for figure in nonzero_figures(literal)]
+        problems += [f"{template}:{number}: '{m.group(0)}' is a claim about runs typed inside a tag"
+                     for m in RUN_CLAIM.finditer(literal)]
     return problems
 
 
@@ -177,6 +211,8 @@ def values_problems(path, source):
         return [f"{path}:{e.lineno}: {e.msg}"]
     for line, constant, text in _strings(tree):
         problems += [f"{path}:{line}: '{figure}' is typed in a string: compute it from results/" for figure in nonzero_figures(constant)]
+        problems += [f"{path}:{line}: '{m.group(0)}' is a claim about runs typed in a string: book.same_run() or "
+                     "book.runs_phrase() make it, from the records" for m in RUN_CLAIM.finditer(constant)]
         looks_like_pattern = "\\" in text or text.startswith("^")
         if not looks_like_pattern and len(re.findall(r"[A-Za-z]+", text)) >= PROSE_WORDS:
             problems.append(f"{path}:{line}: a sentence in a string ('{text[:40]}...'): prose belongs in the template")
@@ -185,9 +221,32 @@ def values_problems(path, source):
 
 # ------------------------------------------------------------------------- checks on the pages
 def slug(heading):
-    """The anchor GitHub gives a heading."""
-    text = re.sub(r"[`*_]{1,2}(?=\w)|(?<=\w)[`*_]{1,2}", "", heading.strip().lower())
-    return re.sub(r"[^\w\- ]", "", text.replace("`", "")).replace(" ", "-")
+    """The anchor GitHub gives a heading: lower case, punctuation but '-' and '_' dropped, spaces '-'."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _workbook_files():
+    """Every file and folder git tracks or would track (build folders and .venv/ left out); None
+    outside a git checkout."""
+    if not hasattr(_workbook_files, "found"):
+        try:
+            listed = subprocess.run(["git", "-C", ROOT, "ls-files", "--cached", "--others", "--exclude-standard"],
+                                    capture_output=True, text=True, check=True).stdout.split("\n")
+            found = set()
+            for name in filter(None, listed):
+                path = os.path.join(ROOT, name)
+                while path.startswith(ROOT) and path not in found:
+                    found.add(path)
+                    path = os.path.dirname(path)
+            _workbook_files.found = found
+        except (OSError, subprocess.CalledProcessError):
+            _workbook_files.found = None
+    return _workbook_files.found
+
+
+def _in_workbook(path):
+    files = _workbook_files()
+    return os.path.exists(path) and (path in files if files is not None else path.startswith(ROOT))
 
 
 def anchors(path):
@@ -214,8 +273,8 @@ def page_problems(page_path, text):
             continue  # a web address
         file, _, anchor = target.partition("#")
         path = os.path.normpath(os.path.join(folder, file)) if file else os.path.join(ROOT, page_path)
-        if not os.path.exists(path):
-            problems.append(f"{page_path}: a link to {target}, which does not exist")
+        if not _in_workbook(path):
+            problems.append(f"{page_path}: a link to {target}, which is no file of the workbook (or does not exist)")
         elif anchor and path.endswith(".md") and anchor not in anchors(path):
             problems.append(f"{page_path}: a link to {target}, whose heading does not exist")
     return problems

@@ -71,6 +71,11 @@ if ! command -v nvcc >/dev/null; then
   echo "error: nvcc not found: install the CUDA toolkit 13 (NVIDIA's packages put it in /usr/local/cuda/bin, which is looked in too), then run this again" >&2
   exit 1
 fi
+nvcc_release=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9][0-9]*\.[0-9][0-9]*\).*/\1/p' | head -1)
+if [[ -n $nvcc_release ]] && ! version_at_least "$nvcc_release" 13.0; then
+  echo "error: $(command -v nvcc) is CUDA $nvcc_release: the workbook needs CUDA 13.0 or newer (chapter 04's cudaMemcpyBatchAsync takes CUDA 13's arguments); install it, or PyPI's nvidia-cuda-nvcc (see README.md), then run this again" >&2
+  exit 1
+fi
 
 # ---- How a command runs as root here: directly, through password-less sudo, or not at all.
 as_root=()
@@ -207,7 +212,7 @@ if hashlib.sha256(data).hexdigest() != sha256:
     sys.exit(f"{url}: SHA256 {hashlib.sha256(data).hexdigest()}, not the pinned {sha256}")
 open(path, "wb").write(data)
 EOF
-  "$venv/bin/python" "$wheel/pip" install -q --disable-pip-version-check --no-index "$wheel" >/dev/null
+  "$venv/bin/python" "$wheel/pip" install -q --no-cache-dir --disable-pip-version-check --no-index "$wheel" >/dev/null
   local status=$?
   rm -rf "$(dirname "$wheel")"
   return $status
@@ -238,7 +243,7 @@ if ((${#pypi_tools[@]})); then
     exit 1
   fi
   echo "Installing into .venv/ from PyPI ($why, and apt cannot give one here): ${pypi_tools[*]}"
-  if ! "$venv/bin/python3" -m pip install -q --disable-pip-version-check --only-binary=:all: "${pypi_tools[@]}" >/dev/null; then
+  if ! "$venv/bin/python3" -m pip install -q --no-cache-dir --disable-pip-version-check --only-binary=:all: "${pypi_tools[@]}" >/dev/null; then
     echo "error: $why, and pip could not install ${pypi_tools[*]} into .venv/ (offline?): install CMake 3.24 or newer and Ninja" >&2
     exit 1
   fi
@@ -286,7 +291,7 @@ install_python_packages() {
     return 0
   fi
   echo "Installing numpy, matplotlib and Jinja2 into .venv/ (the plots, the pages' templates)"
-  if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check "jinja2==$jinja2_version" \
+  if ! "$venv/bin/python" -m pip install -q --no-cache-dir --disable-pip-version-check "jinja2==$jinja2_version" \
        -r "$workbook_root/requirements-plots.txt" >/dev/null; then
     # Only the plot and docs tests need them (they skip without): the chapters build and run all the same.
     echo "warning: could not install them into .venv/ (.venv/bin/pip install jinja2==$jinja2_version -r requirements-plots.txt); the plot and docs tests will be skipped" >&2

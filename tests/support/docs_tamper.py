@@ -3,18 +3,23 @@
     python3 tests/support/docs_tamper.py
 
 For every page made from a template (common/readme_render.py), in memory, without touching a file:
-- one digit changed in the first figure of each line that holds one must make the page differ
-  from what its template and results/ give;
-- a figure typed into the template's prose, and one typed into a string of its readme_values.py,
-  must each be named; so must a sentence written as a string there, and "the same run" typed
-  into the template's prose.
+- the results change under it: every fractional number its results/ files hold is scaled (JSON
+  values, and the decimals of text results), three times, each time by factors that differ from number
+  to number. Every line of prose that shows a figure with a decimal point must then read
+  differently in at least one of the three pages: a line that does not is typed, or computed from
+  something other than the results;
+- a figure typed into the template's prose (also across a line break, and inside a tag), "the same
+  run" typed there, and a figure, a sentence or a claim of one regeneration typed into a string of
+  its readme_values.py must each be named by the check.
 And for claims about runs (tests/support/docs_fixture: two files from two runs): a value that
-calls them "the same run", and a page that reads both without a sentence saying why, must each
-fail to render.
+calls them "the same regeneration", and a page that reads both without a sentence saying why,
+must each fail to render.
 Exit 0 when every change is caught, 1 otherwise (naming each one that was not), 77 without Jinja2.
 """
 import os
+import re
 import sys
+import zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "common"))
@@ -22,44 +27,87 @@ import readme_figures  # noqa: E402
 import readme_render  # noqa: E402
 
 FIXTURE = "tests/support/docs_fixture"
+DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
 
 
-def tampered_lines(text):
-    """(line number, the page with one digit of that line's first figure changed)."""
-    lines = text.split("\n")
-    for i, line in enumerate(lines):
-        m = readme_figures.MEASURED.search(line)
-        if not m:
+def factor(value, salt):
+    """A scale between 1.2 and 5 that differs from number to number (so ratios move too)."""
+    return 1.2 + (zlib.crc32(f"{salt}:{value!r}".encode()) % 381) / 100.0
+
+
+def scaled(data, salt):
+    """JSON data with every fractional number scaled; the provenance record left as it is."""
+    if isinstance(data, dict):
+        return {k: (v if k == "provenance" else scaled(v, salt)) for k, v in data.items()}
+    if isinstance(data, list):
+        return [scaled(v, salt) for v in data]
+    if isinstance(data, float) and not data.is_integer():
+        return data * factor(data, salt)
+    return data
+
+
+def scaled_line(line, salt):
+    def one(m):
+        digits = len(m.group(0).split(".")[1])
+        return f"{float(m.group(0)) * factor(m.group(0), salt):.{digits}f}"
+    return DECIMAL.sub(one, line)
+
+
+def render_with_results_scaled(template, salt):
+    json_of, text_of = readme_figures.Results.json, readme_figures.Results.text
+    readme_figures.Results.json = lambda self, name: scaled(json_of(self, name), salt)
+    readme_figures.Results.text = lambda self, name: [scaled_line(l, salt) for l in text_of(self, name)]
+    try:
+        return readme_render.render(template)
+    finally:
+        readme_figures.Results.json, readme_figures.Results.text = json_of, text_of
+
+
+def figure_lines(page):
+    """(line number, line) of each prose line that shows a figure with a decimal point."""
+    in_code = False
+    for number, line in enumerate(page.split("\n"), start=1):
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
             continue
-        digit = next(k for k in range(m.start(), m.end()) if line[k].isdigit())
-        changed = line[:digit] + str((int(line[digit]) + 1) % 10) + line[digit + 1:]
-        yield i + 1, "\n".join(lines[:i] + [changed] + lines[i + 1:])
+        if in_code or line.startswith(("<!--", "- regeneration", "- outside a regeneration")):
+            continue
+        if any("." in m.group(0) for m in readme_figures.MEASURED.finditer(re.sub(r"`[^`]*`", "", line))):
+            yield number, line
+
+
+def unmoved_figures(template):
+    """The figure lines of a page that read the same whatever its results say."""
+    made = readme_render.render(template)
+    moved = [set(render_with_results_scaled(template, salt).split("\n")) for salt in ("a", "b", "c")]
+    return [(number, line) for number, line in figure_lines(made) if all(line in lines for lines in moved)], made
+
+
+INJECTED_PROSE = ["\nA typed figure: 12.5 ms.\n", "\nBoth were measured in the same run.\n",
+                  "\nIt took 12.5\nms in all.\n", '\n{{ "took 12.5 ms" }}\n']
+INJECTED_CODE = ['\n_typed = f"took {1} ms, then 12.5 ms"\n',
+                 '\n_prose = "a whole sentence of the page written here as a string in the code"\n',
+                 '\n_claim = "in the same regeneration"\n']
 
 
 def page_failures(template):
-    failures, caught = [], 0
-    page = template[:-len(".in")]
-    made = readme_render.render(template)
-    for number, text in tampered_lines(made):
-        if readme_render.page_difference(page, text, made):
-            caught += 1
-        else:
-            failures.append(f"{page}:{number}: a changed digit passed the check")
+    failures = []
+    unmoved, made = unmoved_figures(template)
+    failures += [f"{template[:-3]}:{n}: a figure that does not follow its results (typed?): {line.strip()[:80]}"
+                 for n, line in unmoved]
     with open(os.path.join(ROOT, template), encoding="utf-8") as f:
         source = f.read()
-    if not readme_render.template_problems(template, source + "\nA typed figure: 12.5 ms.\n"):
-        failures.append(f"{template}: a '12.5 ms' typed in its prose passed the check")
-    if not readme_render.template_problems(template, source + "\nBoth were measured in the same run.\n"):
-        failures.append(f"{template}: 'the same run' typed in its prose passed the check")
+    for text in INJECTED_PROSE:
+        if not readme_render.template_problems(template, source + text):
+            failures.append(f"{template}: {text.strip()!r} typed in the template passed the check")
     values = os.path.join(os.path.dirname(template), readme_render.VALUES)
     if os.path.exists(os.path.join(ROOT, values)):
         with open(os.path.join(ROOT, values), encoding="utf-8") as f:
             code = f.read()
-        if not readme_render.values_problems(values, code + '\n_typed = f"took {1} ms, then 12.5 ms"\n'):
-            failures.append(f"{values}: a '12.5 ms' typed in a string passed the check")
-        if not readme_render.values_problems(values, code + '\n_prose = "a whole sentence of the page written here as a string in the code"\n'):
-            failures.append(f"{values}: a sentence written as a string passed the check")
-    return caught, failures
+        for text in INJECTED_CODE:
+            if not readme_render.values_problems(values, code + text):
+                failures.append(f"{values}: {text.strip()!r} passed the check")
+    return len(list(figure_lines(made))) - len(unmoved), failures
 
 
 RUN_CLAIM_VALUES = f'''
@@ -99,22 +147,22 @@ def main():
         print("docs_tamper.py needs Jinja2 (PyPI's jinja2): scripts/install-deps.sh installs it into .venv/")
         return 77
     templates = readme_render.templates()
-    caught, failures = 0, []
+    followed, failures = 0, []
     for template in templates:
         try:
             n, found = page_failures(template)
         except readme_render.DocError as e:
             failures.append(f"{template}: cannot be made, so nothing could be tampered with: {e}")
             continue
-        caught += n
+        followed += n
         failures += found
     failures += run_claim_failures()
-    print(f"{caught} changed digits caught in {len(templates)} pages; in each, a figure and a claim of one run typed "
-          "in the template, and a figure and a sentence typed in its values, caught; a same-run claim over two runs, "
-          "and two runs unexplained, refused")
+    print(f"{followed} lines of figures in {len(templates)} pages follow their results when the results change; "
+          "in each page, figures and claims of one run typed in the template, and figures, sentences and claims "
+          "typed in its values, caught; a same-run claim over two runs, and two runs unexplained, refused")
     for f in failures:
         print(f"error: {f}")
-    return 1 if failures or not templates or not caught else 0
+    return 1 if failures or not templates or not followed else 0
 
 
 if __name__ == "__main__":
