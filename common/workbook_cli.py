@@ -603,8 +603,47 @@ def save_figure(fig, path, dpi=120):
     says where it came from."""
     from provenance import line, record
     key = {".png": "Description", ".svg": "Description", ".pdf": "Subject"}.get(os.path.splitext(path)[1].lower())
+    for ax in fig.get_axes():
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() == "log":
+                _plain_log_ticks(axis)
     fig.savefig(path, dpi=dpi, metadata={key: line(record())[2:]} if key else None)
+    if key and path.lower().endswith(".png"):
+        _to_palette(path)
     _FIGURES_WRITTEN.append(path)
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
+
+
+def _plain_log_ticks(axis):
+    """A log axis's tick labels as plain text, 10\u2074 or 2\u00b9\u2070: matplotlib writes its own as
+    TeX ('$\\mathdefault{10^{4}}$'), which workbook_needs turns off so that a '$' in a title from a
+    file cannot stop a plot, and which would then show as written."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+    base = axis.get_transform().base
+
+    def label(value, _position):
+        if value <= 0:
+            return ""
+        exponent = math.log(value, base)
+        if abs(exponent - round(exponent)) > 1e-6:
+            return ""
+        return f"{base:g}" + str(int(round(exponent))).translate(_SUPERSCRIPT)
+    axis.set_major_formatter(FuncFormatter(label))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _to_palette(path):
+    """A PNG plot as 256 colours, its text (the provenance) kept: line plots use a few colours, and
+    full colour made one of them three times the size for the same picture."""
+    from PIL import Image, PngImagePlugin  # matplotlib's own dependency
+    with Image.open(path) as image:
+        text = PngImagePlugin.PngInfo()
+        for k, v in image.text.items():
+            text.add_text(k, v)
+        small = image.convert("RGB").quantize(colors=256)
+    small.save(path, optimize=True, pnginfo=text)
 
 
 def say_figures_written(program):
