@@ -78,10 +78,12 @@ struct RandomTensor {
   Tensor gpu;
   DeviceNormalGenerator generator;
   cudaStream_t stream;
+  bool made_on_gpu = true;  // false where cuRAND's kernels cannot start (CUDA_FORCE_PTX_JIT=1)
 };
 
 // Made on the host, copied over and back bit-exact; made on the GPU, Normal(0, 1) by its mean and
 // standard deviation. Prints one line per check and records it in the report; true if all pass.
+// False, with one line and no failed check, where cuRAND cannot run (see RandomTensor::made_on_gpu).
 bool check_random_tensor(RandomTensor& t, workbook::Report& report);
 
 struct RandomTensorTimes {

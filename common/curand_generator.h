@@ -39,10 +39,21 @@ inline const char* curand_status_name(curandStatus_t status) {
   return "unknown curandStatus_t";
 }
 
+// A failed cuRAND call, with its status kept for a caller that can go on without it (02 does, where
+// the driver is told to compile every kernel from PTX and cuRAND's kernels have none for this GPU).
+class CurandError : public std::runtime_error {
+ public:
+  CurandError(curandStatus_t status, const std::string& what) : std::runtime_error(what), status_(status) {}
+  curandStatus_t status() const { return status_; }
+
+ private:
+  curandStatus_t status_;
+};
+
 [[noreturn]] inline void throw_curand_error(curandStatus_t status, const char* expression, const char* file,
                                             int line) {
-  throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + expression + " failed: " +
-                           curand_status_name(status) + " (" + std::to_string(static_cast<int>(status)) + ")");
+  throw CurandError(status, std::string(file) + ":" + std::to_string(line) + ": " + expression + " failed: " +
+                                curand_status_name(status) + " (" + std::to_string(static_cast<int>(status)) + ")");
 }
 
 }  // namespace workbook

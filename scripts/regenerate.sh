@@ -9,6 +9,9 @@
 #   06         06_multi_gpu/benchmark.sh on every GPU (its runs on 1, 2 and 4 of them are its own)
 #   06:A,B,..  a part of it, benchmark.sh's own steps A, B (e.g. 06:topology,allreduce,dp), so that
 #              06 fits calls of ten minutes; 06 is done once each of its steps has passed
+#   small-gpu  every program with all but 8 GiB of the first GPU held by another process
+#              (scripts/small-gpu.sh); ptx-jit: every lesson program forced through PTX, as on a GPU
+#              newer than the build (scripts/ptx-jit.sh). Their tables go to test-logs/<run>/.
 #   tests      ctest, every label but sanitize; tests-sanitize: the compute-sanitizer cases
 #   install    each chapter this run measured has its results/ replaced by what the run wrote (the
 #              others keep theirs), then the READMEs' figures regenerated (scripts/docs.sh write)
@@ -26,7 +29,7 @@
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$workbook_root"
-readonly all_steps=(build 01 02 03 04 05 06 tests tests-sanitize install)
+readonly all_steps=(build 01 02 03 04 05 06 small-gpu ptx-jit tests tests-sanitize install)
 usage="usage: scripts/regenerate.sh [--resume] [STEP...] (steps: ${all_steps[*]}, or 06:A,B,... for some of 06's)"
 # 06's benchmark.sh takes some of its steps at a time (its all_steps line lists them).
 readonly steps_06=$(sed -n 's/^all_steps=//p' 06_multi_gpu/benchmark.sh 2>/dev/null)
@@ -151,6 +154,12 @@ run_step() {  # run_step STEP: the step's work; 0 when it passed
         fi
         touch "$work/done/06"
       fi ;;
+    small-gpu|ptx-jit)  # the table into test-logs/, each program's output kept in build-regen/
+      mkdir -p "$logs" "$work/$step"
+      CUDA_VISIBLE_DEVICES=$(nvidia-smi --query-gpu=index --format=csv,noheader | head -1) \
+        "scripts/$step.sh" "$build" "$work/$step/$step.txt"
+      local status=$?
+      cp "$work/$step/$step.txt" "$logs/" && return "$status" ;;
     tests)
       run_tests "$logs/ctest" -LE sanitize ;;
     tests-sanitize)

@@ -342,6 +342,18 @@ ONE_LINE = {
         ("an empty step in a chapter's list is refused in one line", 2,
          "error: '06:dp,': 06: takes a comma list of benchmark.sh's steps", "06:dp,"),
     ],
+    "scripts/small-gpu.sh": [
+        ("a --gib that is not a whole number is refused in one line", 2,
+         "error: small-gpu.sh: --gib and --timeout take a positive whole number", "--gib 8G build out.txt"),
+        ("one argument gets the usage in one line", 2, "error: usage: scripts/small-gpu.sh", "build"),
+        ("a build folder that does not exist is refused in one line", 2,
+         "error: small-gpu.sh: no build folder 'no_such_build'", "no_such_build out.txt"),
+    ],
+    "scripts/ptx-jit.sh": [
+        ("one argument gets the usage in one line", 2, "error: usage: scripts/ptx-jit.sh BUILD_DIR OUT_FILE", "build"),
+        ("an output folder that does not exist is refused in one line", 2,
+         "error: ptx-jit.sh: no folder for 'no_such_folder/out.txt'", ". no_such_folder/out.txt"),
+    ],
     "scripts/docs.sh": [
         ("an unknown command is refused in one line", 2, "error: unknown command '--bogus'", "--bogus"),
     ],
