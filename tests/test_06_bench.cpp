@@ -34,13 +34,6 @@
 #include <utility>
 #include <vector>
 
-using Catch::Matchers::ContainsSubstring;
-using Catch::Matchers::StartsWith;
-using namespace workbook;
-using namespace workbook::multi_gpu;
-using namespace workbook::testing;
-using namespace workbook::testing::multi_gpu;
-
 TEST_CASE("bench: usage errors are exit 2 with a one-line reason") {
   const std::vector<std::pair<std::vector<std::string>, std::string>> bench_cases = {
       {{"ddp", "--fault-signal", "stop"}, "--fault-signal and --fault-after-s go with --fault-rank"},

@@ -36,13 +36,6 @@
 #include <utility>
 #include <vector>
 
-using Catch::Matchers::ContainsSubstring;
-using Catch::Matchers::StartsWith;
-using namespace workbook;
-using namespace workbook::multi_gpu;
-using namespace workbook::testing;
-using namespace workbook::testing::multi_gpu;
-
 TEST_CASE("launcher: a worker's identity from its environment") {
   fake_env.clear();
   CHECK_FALSE(worker_identity_from_environment(&lookup));  // not a worker

@@ -51,13 +51,6 @@
 #include <utility>
 #include <vector>
 
-using Catch::Matchers::ContainsSubstring;
-using Catch::Matchers::StartsWith;
-using namespace workbook;
-using namespace workbook::multi_gpu;
-using namespace workbook::testing;
-using namespace workbook::testing::multi_gpu;
-
 namespace {
 
 // This test process calls NCCL itself in its [gpu] cases (train_data_parallel): multicast off

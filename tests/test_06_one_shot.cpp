@@ -18,12 +18,6 @@
 #include <thread>
 #include <vector>
 
-using Catch::Matchers::ContainsSubstring;
-using namespace workbook;
-using namespace workbook::multi_gpu;
-using namespace workbook::testing;
-using namespace workbook::testing::multi_gpu;
-
 TEST_CASE("exchange: a one-shot wait that gave up is one line naming the rank and the epoch") {
   ExchangeSignals s;
   CHECK_FALSE(exchange_failure(s, 20, 30.0));  // code 0: all is well

@@ -35,13 +35,6 @@
 #include <utility>
 #include <vector>
 
-using Catch::Matchers::ContainsSubstring;
-using Catch::Matchers::StartsWith;
-using namespace workbook;
-using namespace workbook::multi_gpu;
-using namespace workbook::testing;
-using namespace workbook::testing::multi_gpu;
-
 // ---------------------------------------------------------------------------------------------
 // Stop signals and unresponsive ranks. The launcher forwards SIGTERM, SIGINT and SIGHUP to every
 // rank, kills those still running after its bound, and returns only when all are reaped; a rank

@@ -1,6 +1,7 @@
-// test_06.h: what chapter 06's three test files share (test_06_multi_gpu.cpp: the lesson's
-// promises; test_06_launcher.cpp: the launcher, its signals and faults; test_06_bench.cpp: the
-// bench): running a program for its JSON, and the checks of a training report.
+// test_06.h: what chapter 06's five test files share (test_06_multi_gpu.cpp: the lesson's
+// promises; test_06_launcher.cpp and test_06_signals.cpp: the launcher, its signals and faults;
+// test_06_bench.cpp: the bench; test_06_one_shot.cpp: the one-shot exchange's kernels): the names
+// they use unqualified, running a program for its JSON, and the checks of a training report.
 #pragma once
 
 #include "gpu_support.h"
@@ -8,6 +9,7 @@
 #include "regression_problem.h"
 
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 
 #include <chrono>
 #include <fstream>
@@ -86,3 +88,13 @@ inline void require_training_passed(const nlohmann::json& j, int ranks, const ch
 }
 
 }  // namespace workbook::testing::multi_gpu
+
+// The names every chapter 06 test file uses unqualified. A header of these test files only (each
+// its own translation unit), so the using-directives reach no one else.
+namespace workbook::multi_gpu {}
+using Catch::Matchers::ContainsSubstring;
+using Catch::Matchers::StartsWith;
+using namespace workbook;
+using namespace workbook::multi_gpu;
+using namespace workbook::testing;
+using namespace workbook::testing::multi_gpu;
