@@ -146,13 +146,92 @@ def random_tensor(report, failures, dev, quick):
                                "on_gpu_gpu_time_ms": t_dev_gpu, "speedup": speedup}
 
 
-def bandwidth(report, failures, dev, quick, base_repeats):
-    max_bytes = (64 if quick else 1024) * MiB
+def copy_sizes(max_bytes):
+    """4 KiB, 8 KiB, ... up to max_bytes, doubling."""
     sizes = []
     b = 4 * KiB
     while b <= max_bytes:
         sizes.append(b)
         b *= 2
+    return sizes
+
+
+def copy_rows(kind, nbytes, host, device, dev, base_repeats, failures):
+    """One size of one kind of host memory: H2D, D2D (pinned only: it is the same copy for every kind)
+    and D2H timed, the round trip checked; a row per direction."""
+    src_all, dst_all = host
+    d_a, d_b = device
+    non_blocking = kind != "pageable"  # the idiom: non_blocking=True with pinned memory
+    src, dst = src_all[:nbytes], dst_all[:nbytes]
+    dst.fill_(0xA5)  # poison: a copy that did not happen cannot pass
+    d_a[:nbytes].fill_(0x5A)
+    d_b[:nbytes].fill_(0x5A)
+    warmup, timed = repeats_for(nbytes, base_repeats)
+    holder = {}
+
+    def h2d():  # .to() allocates from the caching allocator (cheap after warm-up), then copies
+        holder["g"] = src.to(dev, non_blocking=non_blocking)
+
+    t_h2d = events_stats(h2d, warmup, timed)
+    d_a[:nbytes].copy_(holder.pop("g"))
+    d2d = None
+    if kind == "pinned":
+        d2d = events_stats(lambda: d_b[:nbytes].copy_(d_a[:nbytes]), warmup, timed)
+    else:
+        d_b[:nbytes].copy_(d_a[:nbytes])
+    t_d2h = events_stats(lambda: dst.copy_(d_b[:nbytes], non_blocking=non_blocking), warmup, timed)
+    torch.cuda.synchronize()
+    ok = torch.equal(dst, src)
+    if not ok:
+        failures.append(f"{kind} copies of {format_bytes(nbytes)} did not reproduce the source")
+    rows = []
+    for direction, t in (("h2d", t_h2d), ("d2h", t_d2h), ("d2d", d2d)):
+        if t is None:
+            continue
+        gbps = nbytes / (t["median"] * 1e-3) / 1e9
+        row = dict(time_ms=t, kind="device" if direction == "d2d" else kind, direction=direction,
+                   bytes=nbytes, gbps=gbps, verified=ok)
+        if direction == "d2d":
+            row["dram_gbps"] = 2 * gbps
+        rows.append(row)
+    return rows
+
+
+def rate(rows, kind, direction, nbytes):
+    return next((r["gbps"] for r in rows if r["kind"] == kind and r["direction"] == direction
+                 and r["bytes"] == nbytes), 0.0)
+
+
+def print_bandwidth_table(rows, sizes):
+    print("== 3. copy bandwidth in GB/s, median of repeats after warm-up; every size verified")
+    print(f"   {'size':>8} | {'pageable':>8} {'':>8} | {'pinned':>8} {'':>8} | {'registered':>10} {'':>8} | {'D2D':>8}")
+    print(f"   {'':>8} | {'H2D':>8} {'D2H':>8} | {'H2D':>8} {'D2H':>8} | {'H2D':>10} {'D2H':>8} | {'':>8}")
+    for nbytes in sizes:
+        print(f"   {format_bytes(nbytes):>8} | {rate(rows, 'pageable', 'h2d', nbytes):8.2f}"
+              f" {rate(rows, 'pageable', 'd2h', nbytes):8.2f}"
+              f" | {rate(rows, 'pinned', 'h2d', nbytes):8.2f} {rate(rows, 'pinned', 'd2h', nbytes):8.2f}"
+              f" | {rate(rows, 'registered', 'h2d', nbytes):10.2f} {rate(rows, 'registered', 'd2h', nbytes):8.2f}"
+              f" | {rate(rows, 'device', 'd2d', nbytes):8.1f}")
+
+
+def bandwidth_headline(rows):
+    """Pinned at 256 MiB against the best rate measured, each direction (nothing under --quick's sizes)."""
+    headline = {}
+    for direction in ("h2d", "d2h"):
+        best = max((r for r in rows if r["direction"] == direction), key=lambda r: r["gbps"])
+        pinned = rate(rows, "pinned", direction, 256 * MiB)
+        if pinned:
+            headline[f"pinned_{direction}_256mib_gbps"] = pinned
+            headline[f"best_{direction}_gbps"] = best["gbps"]
+            headline[f"pinned_{direction}_fraction_of_best"] = pinned / best["gbps"]
+            print(f"   pinned {direction.upper()} at 256 MiB: {pinned:.2f} GB/s = {100 * pinned / best['gbps']:.1f}% "
+                  f"of the best {direction} rate measured ({best['gbps']:.2f} GB/s)")
+    return headline
+
+
+def bandwidth(report, failures, dev, quick, base_repeats):
+    max_bytes = (64 if quick else 1024) * MiB
+    sizes = copy_sizes(max_bytes)
     d_a = torch.empty(max_bytes, dtype=torch.uint8, device=dev)
     d_b = torch.empty(max_bytes, dtype=torch.uint8, device=dev)
     report["memory"] = {"free_after_alloc_bytes": torch.cuda.mem_get_info(dev)[0], "requested_bytes": 2 * max_bytes,
@@ -164,69 +243,16 @@ def bandwidth(report, failures, dev, quick, base_repeats):
         src_all, reg_src = host_tensor(max_bytes, kind)
         dst_all, reg_dst = host_tensor(max_bytes, kind)
         src_all.copy_(master)
-        non_blocking = kind != "pageable"  # the idiom: non_blocking=True with pinned memory
         for nbytes in sizes:
-            src, dst = src_all[:nbytes], dst_all[:nbytes]
-            dst.fill_(0xA5)  # poison: a copy that did not happen cannot pass
-            d_a[:nbytes].fill_(0x5A)
-            d_b[:nbytes].fill_(0x5A)
-            warmup, timed = repeats_for(nbytes, base_repeats)
-            holder = {}
-
-            def h2d():  # .to() allocates from the caching allocator (cheap after warm-up), then copies
-                holder["g"] = src.to(dev, non_blocking=non_blocking)
-
-            t_h2d = events_stats(h2d, warmup, timed)
-            d_a[:nbytes].copy_(holder.pop("g"))
-            d2d = None
-            if kind == "pinned":
-                d2d = events_stats(lambda: d_b[:nbytes].copy_(d_a[:nbytes]), warmup, timed)
-            else:
-                d_b[:nbytes].copy_(d_a[:nbytes])
-            t_d2h = events_stats(lambda: dst.copy_(d_b[:nbytes], non_blocking=non_blocking), warmup, timed)
-            torch.cuda.synchronize()
-            ok = torch.equal(dst, src)
-            if not ok:
-                failures.append(f"{kind} copies of {format_bytes(nbytes)} did not reproduce the source")
-            for direction, t in (("h2d", t_h2d), ("d2h", t_d2h), ("d2d", d2d)):
-                if t is None:
-                    continue
-                gbps = nbytes / (t["median"] * 1e-3) / 1e9
-                row = dict(time_ms=t, kind="device" if direction == "d2d" else kind, direction=direction,
-                           bytes=nbytes, gbps=gbps, verified=ok)
-                if direction == "d2d":
-                    row["dram_gbps"] = 2 * gbps
-                rows.append(row)
+            rows += copy_rows(kind, nbytes, (src_all, dst_all), (d_a, d_b), dev, base_repeats, failures)
         for reg in (reg_src, reg_dst):
             if reg:
                 reg.close()
         del src_all, dst_all
-
-    def rate(kind, direction, nbytes):
-        return next((r["gbps"] for r in rows if r["kind"] == kind and r["direction"] == direction
-                     and r["bytes"] == nbytes), 0.0)
-
-    print("== 3. copy bandwidth in GB/s, median of repeats after warm-up; every size verified")
-    print(f"   {'size':>8} | {'pageable':>8} {'':>8} | {'pinned':>8} {'':>8} | {'registered':>10} {'':>8} | {'D2D':>8}")
-    print(f"   {'':>8} | {'H2D':>8} {'D2H':>8} | {'H2D':>8} {'D2H':>8} | {'H2D':>10} {'D2H':>8} | {'':>8}")
-    for nbytes in sizes:
-        print(f"   {format_bytes(nbytes):>8} | {rate('pageable', 'h2d', nbytes):8.2f} {rate('pageable', 'd2h', nbytes):8.2f}"
-              f" | {rate('pinned', 'h2d', nbytes):8.2f} {rate('pinned', 'd2h', nbytes):8.2f}"
-              f" | {rate('registered', 'h2d', nbytes):10.2f} {rate('registered', 'd2h', nbytes):8.2f}"
-              f" | {rate('device', 'd2d', nbytes):8.1f}")
+    print_bandwidth_table(rows, sizes)
     report["bandwidth"] = rows
     report["bandwidth_all_verified"] = all(r["verified"] for r in rows)
-    headline = {}
-    for direction in ("h2d", "d2h"):
-        best = max((r for r in rows if r["direction"] == direction), key=lambda r: r["gbps"])
-        pinned = rate("pinned", direction, 256 * MiB)
-        if pinned:
-            headline[f"pinned_{direction}_256mib_gbps"] = pinned
-            headline[f"best_{direction}_gbps"] = best["gbps"]
-            headline[f"pinned_{direction}_fraction_of_best"] = pinned / best["gbps"]
-            print(f"   pinned {direction.upper()} at 256 MiB: {pinned:.2f} GB/s = {100 * pinned / best['gbps']:.1f}% "
-                  f"of the best {direction} rate measured ({best['gbps']:.2f} GB/s)")
-    report["headline"] = headline
+    report["headline"] = bandwidth_headline(rows)
     return rows
 
 

@@ -203,38 +203,44 @@ def reference(b, h_out, sample):
     return int(bad.sum()), worst
 
 
-def main():
-    a = parse_args()
-    require("torch", "numpy")  # torch first: without it, it is the one to name
-    use_cuda_device("pytorch_streams", a.device)
-    warmup = 1 if a.quick else 3
-    log = report_stream(a.json)
-    out = {"program": "pytorch_streams", "device": torch.cuda.get_device_name(a.device), "quick": a.quick,
-           "streams": a.streams, "repeats": a.repeats}
-    engines = copy_engine_count(a.device)
-    out["async_engine_count"] = engines
-    per_direction = engines is None or engines >= 2
-    compute, backend = make_compute()
-    out["compute_backend"] = backend
-    failures = []
-    print(f"device {a.device}: {out['device']}, {engines} copy engine(s); compute stage via {backend}", file=log)
+class Run:
+    """One run: the options, the batch and its streams, the report `out` and the failures, step by step."""
 
-    b = Batch(a.chunks, a.chunk_elements, a.iterations or 64, compute)
-    n = a.chunks * a.chunk_elements
-    total_bytes = 4.0 * n
-    main_stream = torch.cuda.Stream()
+    def __init__(self, a):
+        self.a = a
+        self.warmup = 1 if a.quick else 3
+        self.log = report_stream(a.json)
+        self.out = {"program": "pytorch_streams", "device": torch.cuda.get_device_name(a.device), "quick": a.quick,
+                    "streams": a.streams, "repeats": a.repeats}
+        engines = copy_engine_count(a.device)
+        self.out["async_engine_count"] = engines
+        self.per_direction = engines is None or engines >= 2
+        compute, backend = make_compute()
+        self.out["compute_backend"] = backend
+        self.failures = []
+        print(f"device {a.device}: {self.out['device']}, {engines} copy engine(s); compute stage via {backend}",
+              file=self.log)
+        self.b = Batch(a.chunks, a.chunk_elements, a.iterations or 64, compute)
+        self.n = a.chunks * a.chunk_elements
+        self.total_bytes = 4.0 * self.n
+        self.main_stream = torch.cuda.Stream()
+        self.other = torch.cuda.Stream()
+        self.short_ms = 0.2 if a.quick else 2.0  # steps 5 and 6: the short job, and the kernels' length
 
-    def stage(fn):
+    def timed(self, stream, work):
+        return time_on_stream(stream, self.warmup, self.a.repeats, work)
+
+    def stage(self, fn):
+        """One stage (copy in, compute or copy out) of every chunk, in order on main_stream, timed."""
         def work():
-            with torch.cuda.stream(main_stream):
-                for c in range(b.chunks):
+            with torch.cuda.stream(self.main_stream):
+                for c in range(self.b.chunks):
                     fn(c)
-        return time_on_stream(main_stream, warmup, a.repeats, work)
+        return self.timed(self.main_stream, work)
 
-    other = torch.cuda.Stream()
-
-    def both_ways():
+    def both_ways(self):
         """Every H2D on main_stream and every D2H on `other`, at once: the link's two-way floor."""
+        b, main_stream, other = self.b, self.main_stream, self.other
         other.wait_stream(main_stream)
         with torch.cuda.stream(main_stream):
             for c in range(b.chunks):
@@ -244,218 +250,265 @@ def main():
                 b.copy_out(c)
         main_stream.wait_stream(other)
 
-    calibrated = a.iterations == 0
-    calibration = None
-    if calibrated:  # compute as long as both copies at once (the copies' floor), as the C++ program does
-        enqueue_serial(b, main_stream)
-        copies_in, copies_out = stage(b.copy_in), stage(b.copy_out)
-        copies_both = time_on_stream(main_stream, warmup, a.repeats, both_ways)
+    def calibrate(self):
+        """Compute as long as both copies at once (the copies' floor), as the C++ program does."""
+        b = self.b
+        enqueue_serial(b, self.main_stream)
+        copies_in, copies_out = self.stage(b.copy_in), self.stage(b.copy_out)
+        copies_both = self.timed(self.main_stream, self.both_ways)
         t_in, t_out, t_both = copies_in["median"], copies_out["median"], copies_both["median"]
         times = {}
         for it in (64, 2048):
             b.iterations = it
-            times[it] = stage(b.compute_chunk)["median"]
+            times[it] = self.stage(b.compute_chunk)["median"]
         slope = (times[2048] - times[64]) / (2048 - 64)
 
         def iterations_for(target_ms):
             return int(min(max(64 + (target_ms - times[64]) / slope, 1), 1e6)) if slope > 0 else 2048
         b.iterations = iterations_for(max(t_both, t_in, t_out))  # overlap_bound.h copy_floor_ms
-        calibration = {"target": "both copies at once", "target_ms": max(t_both, t_in, t_out), "h2d_ms": copies_in,
-                       "d2h_ms": copies_out, "copies_together_ms": copies_both,
-                       "iterations_for_slower_copy": iterations_for(max(t_in, t_out))}
-    out["workload"] = {"chunks": a.chunks, "chunk_elements": a.chunk_elements, "chunk_bytes": 4 * a.chunk_elements,
-                       "total_bytes": total_bytes, "iterations": b.iterations, "iterations_calibrated": calibrated}
-    if calibration:
-        out["workload"]["calibration"] = calibration
-    print(f"workload: {a.chunks} chunks x {a.chunk_elements} floats, {b.iterations} multiply-adds per element"
-          f"{' (calibrated: as long as both copies at once)' if calibrated else ''}", file=log)
+        return {"target": "both copies at once", "target_ms": max(t_both, t_in, t_out), "h2d_ms": copies_in,
+                "d2h_ms": copies_out, "copies_together_ms": copies_both,
+                "iterations_for_slower_copy": iterations_for(max(t_in, t_out))}
+
+    def describe_workload(self):
+        a, b = self.a, self.b
+        calibrated = a.iterations == 0
+        calibration = self.calibrate() if calibrated else None
+        self.out["workload"] = {"chunks": a.chunks, "chunk_elements": a.chunk_elements,
+                                "chunk_bytes": 4 * a.chunk_elements, "total_bytes": self.total_bytes,
+                                "iterations": b.iterations, "iterations_calibrated": calibrated}
+        if calibration:
+            self.out["workload"]["calibration"] = calibration
+        print(f"workload: {a.chunks} chunks x {a.chunk_elements} floats, {b.iterations} multiply-adds per element"
+              f"{' (calibrated: as long as both copies at once)' if calibrated else ''}", file=self.log)
 
     # 1. Checks: serial result vs the float64 emulation; every schedule vs serial; the ordering
     # between the article's two streams, with a late producer.
-    print("== 1. every schedule checked before it is timed", file=log)
-    b.poison()
-    enqueue_serial(b, main_stream)
-    main_stream.synchronize()
-    serial_result = b.h_out.clone()
-    sample = np.unique(np.concatenate([np.arange(0, n, max(1, n // 65536)),
-                                       np.arange(a.chunks) * a.chunk_elements,
-                                       np.arange(1, a.chunks + 1) * a.chunk_elements - 1]))
-    mismatches, worst = reference(b, serial_result, sample)
-    out["reference_check"] = {"sampled": int(sample.size), "mismatches": mismatches, "worst_error": worst}
-    if mismatches:
-        failures.append("serial GPU result differs from the float64 reference")
-    print(f"check: serial result vs reference on {sample.size} sampled elements: "
-          f"{'match' if not mismatches else 'MISMATCH'} (worst |error| {worst:g})", file=log)
-
-    pipelines = {k: [torch.cuda.Stream() for _ in range(k)] for k in a.streams}
-    identical = {}
-    for k, streams in pipelines.items():
+    def check_serial_against_reference(self):
+        a, b, n = self.a, self.b, self.n
+        print("== 1. every schedule checked before it is timed", file=self.log)
         b.poison()
-        enqueue_multi_stream(b, streams)
-        streams[0].synchronize()
-        identical[k] = torch.equal(b.h_out, serial_result)
-        if not identical[k]:
-            failures.append(f"K={k} streams: result differs from the serial result")
-    transfer, compute_stream = torch.cuda.Stream(), torch.cuda.Stream()
-    copied = [torch.cuda.Event() for _ in range(a.chunks)]
-    b.poison()
-    enqueue_two_stream(b, transfer, compute_stream, copied, wait=not a.drop_wait)
-    compute_stream.synchronize()
-    two_identical = torch.equal(b.h_out, serial_result)
-    if not two_identical:
-        failures.append("two-stream pattern: result differs from the serial result")
-    cpm = sleep_cycles_per_ms()  # torch.cuda._sleep spins for GPU clock cycles
-    few = min(a.chunks, 8)
-    b.poison()
-    enqueue_two_stream(b, transfer, compute_stream, copied, wait=not a.drop_wait, chunks=few,
-                       delay_cycles=int(a.producer_delay_us / 1000 * cpm))
-    compute_stream.synchronize()
-    got, want = b.h_out[:few].reshape(-1), serial_result[:few].reshape(-1)
-    stale = int((got.view(torch.int32) != want.view(torch.int32)).sum())
-    out["ordering_check"] = {"waits_dropped": a.drop_wait, "producer_delay_us": a.producer_delay_us,
-                             "checked_elements": int(want.numel()), "stale_elements": stale}
-    print(f"ordering check ({'wait_event DROPPED' if a.drop_wait else 'wait_event'}): {stale} of {want.numel()} "
-          "elements read before their copy landed", file=log)
-    if stale:
-        failures.append(f"{stale} of {want.numel()} elements were read before their copy landed (no wait_event)")
-    print(f"check: every schedule gives the serial result bit for bit: "
-          f"{'yes' if two_identical and all(identical.values()) else 'NO'}", file=log)
+        enqueue_serial(b, self.main_stream)
+        self.main_stream.synchronize()
+        self.serial_result = b.h_out.clone()
+        sample = np.unique(np.concatenate([np.arange(0, n, max(1, n // 65536)),
+                                           np.arange(a.chunks) * a.chunk_elements,
+                                           np.arange(1, a.chunks + 1) * a.chunk_elements - 1]))
+        mismatches, worst = reference(b, self.serial_result, sample)
+        self.out["reference_check"] = {"sampled": int(sample.size), "mismatches": mismatches, "worst_error": worst}
+        if mismatches:
+            self.failures.append("serial GPU result differs from the float64 reference")
+        print(f"check: serial result vs reference on {sample.size} sampled elements: "
+              f"{'match' if not mismatches else 'MISMATCH'} (worst |error| {worst:g})", file=self.log)
+
+    def check_multi_stream(self):
+        b = self.b
+        self.pipelines = {k: [torch.cuda.Stream() for _ in range(k)] for k in self.a.streams}
+        self.identical = {}
+        for k, streams in self.pipelines.items():
+            b.poison()
+            enqueue_multi_stream(b, streams)
+            streams[0].synchronize()
+            self.identical[k] = torch.equal(b.h_out, self.serial_result)
+            if not self.identical[k]:
+                self.failures.append(f"K={k} streams: result differs from the serial result")
+
+    def enqueue_article(self, **kwargs):
+        """The article's two streams, as this run sets them (--drop-wait)."""
+        enqueue_two_stream(self.b, self.transfer, self.compute_stream, self.copied, wait=not self.a.drop_wait,
+                           **kwargs)
+
+    def check_two_stream(self):
+        self.transfer, self.compute_stream = torch.cuda.Stream(), torch.cuda.Stream()
+        self.copied = [torch.cuda.Event() for _ in range(self.a.chunks)]
+        self.b.poison()
+        self.enqueue_article()
+        self.compute_stream.synchronize()
+        self.two_identical = torch.equal(self.b.h_out, self.serial_result)
+        if not self.two_identical:
+            self.failures.append("two-stream pattern: result differs from the serial result")
+
+    def check_ordering(self):
+        """The article's two streams with a late producer: without wait_event, chunks are read stale."""
+        a, b = self.a, self.b
+        few = min(a.chunks, 8)
+        b.poison()
+        self.enqueue_article(chunks=few, delay_cycles=int(a.producer_delay_us / 1000 * self.cpm))
+        self.compute_stream.synchronize()
+        got, want = b.h_out[:few].reshape(-1), self.serial_result[:few].reshape(-1)
+        stale = int((got.view(torch.int32) != want.view(torch.int32)).sum())
+        self.out["ordering_check"] = {"waits_dropped": a.drop_wait, "producer_delay_us": a.producer_delay_us,
+                                      "checked_elements": int(want.numel()), "stale_elements": stale}
+        print(f"ordering check ({'wait_event DROPPED' if a.drop_wait else 'wait_event'}): {stale} of {want.numel()} "
+              "elements read before their copy landed", file=self.log)
+        if stale:
+            self.failures.append(f"{stale} of {want.numel()} elements were read before their copy landed "
+                                 "(no wait_event)")
+
+    def check_schedules(self):
+        self.check_serial_against_reference()
+        self.check_multi_stream()
+        self.check_two_stream()
+        self.cpm = sleep_cycles_per_ms()  # torch.cuda._sleep spins for GPU clock cycles
+        self.check_ordering()
+        print(f"check: every schedule gives the serial result bit for bit: "
+              f"{'yes' if self.two_identical and all(self.identical.values()) else 'NO'}", file=self.log)
 
     # 2. The stream is a queue: a long kernel's launch returns at once; reading a result waits for it.
-    kernel_ms_target = 5 if a.quick else 20
-    launch_us, read_ms, kernel_ms, before_done = [], [], [], True
-    result = torch.zeros(1, device="cuda")
-    for r in range(6 if not a.quick else 3):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        t0 = time.perf_counter()
-        torch.cuda._sleep(int(kernel_ms_target * cpm))
-        t1 = time.perf_counter()
-        stop.record()
-        running = not stop.query()
-        result += 1  # the "tensor" the host wants to print, queued behind the long kernel
-        t2 = time.perf_counter()
-        value = result.item()  # print(gpu_tensor) does this: a copy, then a wait for the stream
-        t3 = time.perf_counter()
-        assert value > 0
-        if r == 0:
-            continue
-        before_done = before_done and running
-        launch_us.append(1e6 * (t1 - t0))
-        read_ms.append(1e3 * (t3 - t2))
-        kernel_ms.append(start.elapsed_time(stop))
-    out["asynchrony"] = {"kernel_ms": timing(kernel_ms), "launch_us": timing(launch_us),
-                         "read_blocked_ms": timing(read_ms), "returned_before_done": before_done}
-    print(f"== 2. the stream is a queue: launch returned after {timing(launch_us)['median']:.1f} us (GPU still busy: "
-          f"{'yes' if before_done else 'no'}); .item() blocked {timing(read_ms)['median']:.3f} ms "
-          f"(kernel {timing(kernel_ms)['median']:.3f} ms)", file=log)
+    def show_queue(self):
+        kernel_ms_target = 5 if self.a.quick else 20
+        launch_us, read_ms, kernel_ms, before_done = [], [], [], True
+        result = torch.zeros(1, device="cuda")
+        for r in range(6 if not self.a.quick else 3):
+            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            t0 = time.perf_counter()
+            torch.cuda._sleep(int(kernel_ms_target * self.cpm))
+            t1 = time.perf_counter()
+            stop.record()
+            running = not stop.query()
+            result += 1  # the "tensor" the host wants to print, queued behind the long kernel
+            t2 = time.perf_counter()
+            value = result.item()  # print(gpu_tensor) does this: a copy, then a wait for the stream
+            t3 = time.perf_counter()
+            assert value > 0
+            if r == 0:
+                continue
+            before_done = before_done and running
+            launch_us.append(1e6 * (t1 - t0))
+            read_ms.append(1e3 * (t3 - t2))
+            kernel_ms.append(start.elapsed_time(stop))
+        self.out["asynchrony"] = {"kernel_ms": timing(kernel_ms), "launch_us": timing(launch_us),
+                                  "read_blocked_ms": timing(read_ms), "returned_before_done": before_done}
+        print(f"== 2. the stream is a queue: launch returned after {timing(launch_us)['median']:.1f} us (GPU still "
+              f"busy: {'yes' if before_done else 'no'}); .item() blocked {timing(read_ms)['median']:.3f} ms "
+              f"(kernel {timing(kernel_ms)['median']:.3f} ms)", file=self.log)
 
     # 3. Each stage alone, and the bounds.
-    copy_in, comp, copy_out = stage(b.copy_in), stage(b.compute_chunk), stage(b.copy_out)
-    together = time_on_stream(main_stream, warmup, a.repeats, both_ways)
-    serial = time_on_stream(main_stream, warmup, a.repeats, lambda: enqueue_serial(b, main_stream))
-    t_in, t_c, t_out, t_both = copy_in["median"], comp["median"], copy_out["median"], together["median"]
-    total = t_in + t_c + t_out
-    alone_ms = max(t_in, t_c, t_out) if per_direction else max(t_in + t_out, t_c)  # overlap_bound.h
-    textbook = total / alone_ms
-    duplex_ms = max(t_c, t_both, t_in, t_out)
-    bound = total / duplex_ms
-    floor_ms = duplex_ms + max(0.0, total - duplex_ms) / a.chunks
-    out["stages"] = {"h2d_ms": copy_in, "compute_ms": comp, "d2h_ms": copy_out,
-                     "h2d_gbps": total_bytes / t_in / 1e6, "d2h_gbps": total_bytes / t_out / 1e6,
-                     "compute_gflops": 2.0 * b.iterations * n / (t_c * 1e6), "copies_both_directions_ms": together}
-    out["serial_ms"] = serial
-    out["bound"] = {"copy_engines_per_direction": per_direction, "stages_alone_ms": alone_ms,
-                    "stages_alone_speedup": textbook, "copies_together_ms": duplex_ms, "copies_together_speedup": bound,
-                    "fill_drain_ms": floor_ms, "fill_drain_speedup": total / floor_ms}
-    print(f"== 3. the stages alone: H2D {t_in:.3f} ms, compute {t_c:.3f} ms, D2H {t_out:.3f} ms; both copies at once "
-          f"{t_both:.3f} ms; serial {serial['median']:.3f} ms", file=log)
-    print(f"bound: {textbook:.2f}x from the stages alone, {bound:.2f}x with both copies at once (efficiency below)",
-          file=log)
+    def time_stages(self):
+        b, main_stream = self.b, self.main_stream
+        copy_in, comp, copy_out = self.stage(b.copy_in), self.stage(b.compute_chunk), self.stage(b.copy_out)
+        together = self.timed(main_stream, self.both_ways)
+        serial = self.timed(main_stream, lambda: enqueue_serial(b, main_stream))
+        t_in, t_c, t_out, t_both = copy_in["median"], comp["median"], copy_out["median"], together["median"]
+        total = t_in + t_c + t_out
+        alone_ms = max(t_in, t_c, t_out) if self.per_direction else max(t_in + t_out, t_c)  # overlap_bound.h
+        self.textbook = total / alone_ms
+        duplex_ms = max(t_c, t_both, t_in, t_out)
+        self.bound = total / duplex_ms
+        floor_ms = duplex_ms + max(0.0, total - duplex_ms) / self.a.chunks
+        self.out["stages"] = {"h2d_ms": copy_in, "compute_ms": comp, "d2h_ms": copy_out,
+                              "h2d_gbps": self.total_bytes / t_in / 1e6, "d2h_gbps": self.total_bytes / t_out / 1e6,
+                              "compute_gflops": 2.0 * b.iterations * self.n / (t_c * 1e6),
+                              "copies_both_directions_ms": together}
+        self.serial = self.out["serial_ms"] = serial
+        self.out["bound"] = {"copy_engines_per_direction": self.per_direction, "stages_alone_ms": alone_ms,
+                             "stages_alone_speedup": self.textbook, "copies_together_ms": duplex_ms,
+                             "copies_together_speedup": self.bound, "fill_drain_ms": floor_ms,
+                             "fill_drain_speedup": total / floor_ms}
+        print(f"== 3. the stages alone: H2D {t_in:.3f} ms, compute {t_c:.3f} ms, D2H {t_out:.3f} ms; both copies at "
+              f"once {t_both:.3f} ms; serial {serial['median']:.3f} ms", file=self.log)
+        print(f"bound: {self.textbook:.2f}x from the stages alone, {self.bound:.2f}x with both copies at once "
+              "(efficiency below)", file=self.log)
 
     # 4. K streams and the article's two streams, against the bounds.
-    print(f"== 4. K streams and the article's two streams, each timed {a.repeats} runs "
-          f"(median ms, vs serial, of bound, of the stages-alone bound, bit-identical):", file=log)
+    def schedule_row(self, name, t, same):
+        speedup = self.serial["median"] / t["median"]
+        print(f"  {name:<18s} {t['median']:8.3f} ms  {speedup:5.2f}x  {100 * speedup / self.bound:5.1f}%  "
+              f"({100 * speedup / self.textbook:5.1f}% of the stages-alone bound)  {'yes' if same else 'NO'}",
+              file=self.log)
+        return {"time_ms": t, "speedup": speedup, "efficiency": speedup / self.bound,
+                "efficiency_stages_alone": speedup / self.textbook, "bit_identical": same}
 
-    def row(name, t, same):
-        speedup = serial["median"] / t["median"]
-        print(f"  {name:<18s} {t['median']:8.3f} ms  {speedup:5.2f}x  {100 * speedup / bound:5.1f}%  "
-              f"({100 * speedup / textbook:5.1f}% of the stages-alone bound)  {'yes' if same else 'NO'}", file=log)
-        return {"time_ms": t, "speedup": speedup, "efficiency": speedup / bound,
-                "efficiency_stages_alone": speedup / textbook, "bit_identical": same}
-
-    out["pipeline"] = []
-    for k, streams in pipelines.items():
-        t = time_on_stream(streams[0], warmup, a.repeats, lambda s=streams: enqueue_multi_stream(b, s))
-        out["pipeline"].append(dict(row(f"K = {k} streams", t, identical[k]), streams=k))
-
-    t = time_on_stream(compute_stream, warmup, a.repeats,
-                       lambda: enqueue_two_stream(b, transfer, compute_stream, copied, wait=not a.drop_wait))
-    out["two_stream"] = row("article's 2 streams", t, two_identical)
+    def time_schedules(self):
+        print(f"== 4. K streams and the article's two streams, each timed {self.a.repeats} runs "
+              f"(median ms, vs serial, of bound, of the stages-alone bound, bit-identical):", file=self.log)
+        self.out["pipeline"] = []
+        for k, streams in self.pipelines.items():
+            t = self.timed(streams[0], lambda s=streams: enqueue_multi_stream(self.b, s))
+            self.out["pipeline"].append(dict(self.schedule_row(f"K = {k} streams", t, self.identical[k]), streams=k))
+        t = self.timed(self.compute_stream, self.enqueue_article)
+        self.out["two_stream"] = self.schedule_row("article's 2 streams", t, self.two_identical)
 
     # 5. What each way of waiting costs the host.
-    short_ms = 0.2 if a.quick else 2.0
-    sa, sb, sc = torch.cuda.Stream(), torch.cuda.Stream(), torch.cuda.Stream()
-    a_done = torch.cuda.Event()
-    methods = [("torch.cuda.synchronize()", torch.cuda.synchronize), ("stream_a.synchronize()", sa.synchronize),
-               ("a_done.synchronize()", a_done.synchronize), ("stream_c.wait_event(a_done)", lambda: sc.wait_event(a_done))]
-    out["waits"] = {"short_job_ms": short_ms, "long_job_ms": 4 * short_ms, "methods": []}
-    print(f"== 5. waiting for stream A's {short_ms:g} ms job while stream B runs a {4 * short_ms:g} ms one "
-          "(host blocked, median):", file=log)
-    for name, wait in methods:
-        us = []
-        for r in range(3 if a.quick else 6):
-            with torch.cuda.stream(sa):
-                torch.cuda._sleep(int(short_ms * cpm))
-                a_done.record()
-            with torch.cuda.stream(sb):
-                torch.cuda._sleep(int(4 * short_ms * cpm))
-            t0 = time.perf_counter()
-            wait()
-            t1 = time.perf_counter()
-            torch.cuda.synchronize()
-            if r:
-                us.append(1e6 * (t1 - t0))
-        out["waits"]["methods"].append({"call": name, "blocked_us": timing(us)})
-        print(f"  {name:<30s} {timing(us)['median']:10.1f} us", file=log)
+    def time_waits(self):
+        short_ms, cpm = self.short_ms, self.cpm
+        sa, sb, sc = torch.cuda.Stream(), torch.cuda.Stream(), torch.cuda.Stream()
+        a_done = torch.cuda.Event()
+        methods = [("torch.cuda.synchronize()", torch.cuda.synchronize), ("stream_a.synchronize()", sa.synchronize),
+                   ("a_done.synchronize()", a_done.synchronize),
+                   ("stream_c.wait_event(a_done)", lambda: sc.wait_event(a_done))]
+        self.out["waits"] = {"short_job_ms": short_ms, "long_job_ms": 4 * short_ms, "methods": []}
+        print(f"== 5. waiting for stream A's {short_ms:g} ms job while stream B runs a {4 * short_ms:g} ms one "
+              "(host blocked, median):", file=self.log)
+        for name, wait in methods:
+            us = []
+            for r in range(3 if self.a.quick else 6):
+                with torch.cuda.stream(sa):
+                    torch.cuda._sleep(int(short_ms * cpm))
+                    a_done.record()
+                with torch.cuda.stream(sb):
+                    torch.cuda._sleep(int(4 * short_ms * cpm))
+                t0 = time.perf_counter()
+                wait()
+                t1 = time.perf_counter()
+                torch.cuda.synchronize()
+                if r:
+                    us.append(1e6 * (t1 - t0))
+            self.out["waits"]["methods"].append({"call": name, "blocked_us": timing(us)})
+            print(f"  {name:<30s} {timing(us)['median']:10.1f} us", file=self.log)
 
     # 6. The default stream. PyTorch's streams (torch.cuda.Stream()) come from a pool made with
     # cudaStreamNonBlocking, so the legacy default stream does not wait for them, nor they for it:
     # only wait_stream / wait_event orders them. Kernel A on one stream, then B on another; B's
     # start is read as (A's start to B's end) minus B's own length, both from CUDA events.
-    kernel_ms = 2.5 * short_ms
-    side, other_side, default = torch.cuda.Stream(), torch.cuda.Stream(), torch.cuda.default_stream()
-
-    def a_then_b(first, second, wait):
+    def a_then_b(self, first, second, wait, kernel_ms):
         torch.cuda.synchronize()
         a_start, b_end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         with torch.cuda.stream(first):
             a_start.record()
-            torch.cuda._sleep(int(kernel_ms * cpm))
+            torch.cuda._sleep(int(kernel_ms * self.cpm))
         with torch.cuda.stream(second):
             if wait:
                 second.wait_stream(first)
-            torch.cuda._sleep(int(kernel_ms * cpm))
+            torch.cuda._sleep(int(kernel_ms * self.cpm))
             b_end.record()
         torch.cuda.synchronize()
         after_us = 1e3 * (a_start.elapsed_time(b_end) - kernel_ms)
         return {"waited": after_us >= 0.9e3 * kernel_ms, "b_start_after_a_start_us": timing([after_us])}  # one run
 
-    cases = [("torch.cuda.Stream(), then the default stream", side, default, False),
-             ("torch.cuda.Stream(), then the default stream after wait_stream", side, default, True),
-             ("the default stream, then torch.cuda.Stream()", default, side, False),
-             ("two torch.cuda.Stream()s", side, other_side, False)]
-    out["default_stream"] = []
-    print(f"== 6. the default stream: two {kernel_ms:g} ms kernels, A then B (B's start from CUDA events):", file=log)
-    for name, first, second, wait in cases:
-        row = dict(case=name, **a_then_b(first, second, wait))
-        out["default_stream"].append(row)
-        print(f"  {name:<62s} waited {'yes' if row['waited'] else 'no ':3s} "
-              f"B started {row['b_start_after_a_start_us']['median']:8.0f} us after A", file=log)
-    if not out["default_stream"][1]["waited"]:
-        failures.append("the default stream did not wait for a side stream after wait_stream")
+    def show_default_stream(self):
+        kernel_ms = 2.5 * self.short_ms
+        side, other_side, default = torch.cuda.Stream(), torch.cuda.Stream(), torch.cuda.default_stream()
+        cases = [("torch.cuda.Stream(), then the default stream", side, default, False),
+                 ("torch.cuda.Stream(), then the default stream after wait_stream", side, default, True),
+                 ("the default stream, then torch.cuda.Stream()", default, side, False),
+                 ("two torch.cuda.Stream()s", side, other_side, False)]
+        self.out["default_stream"] = []
+        print(f"== 6. the default stream: two {kernel_ms:g} ms kernels, A then B (B's start from CUDA events):",
+              file=self.log)
+        for name, first, second, wait in cases:
+            row = dict(case=name, **self.a_then_b(first, second, wait, kernel_ms))
+            self.out["default_stream"].append(row)
+            print(f"  {name:<62s} waited {'yes' if row['waited'] else 'no ':3s} "
+                  f"B started {row['b_start_after_a_start_us']['median']:8.0f} us after A", file=self.log)
+        if not self.out["default_stream"][1]["waited"]:
+            self.failures.append("the default stream did not wait for a side stream after wait_stream")
 
-    return finish(out, failures, a.json)
+
+def main():
+    a = parse_args()
+    require("torch", "numpy")  # torch first: without it, it is the one to name
+    use_cuda_device("pytorch_streams", a.device)
+    run = Run(a)
+    run.describe_workload()
+    run.check_schedules()
+    run.show_queue()
+    run.time_stages()
+    run.time_schedules()
+    run.time_waits()
+    run.show_default_stream()
+    return finish(run.out, run.failures, a.json)
 
 
 if __name__ == "__main__":

@@ -136,7 +136,7 @@ def copy_gbps(mib=1024):
     return 2 * src.numel() * 4 / (statistics.median(times) * 1e6)
 
 
-def main():
+def parse_args():
     p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=size_list("--sizes", 2, 2_000_000_000), default="500,5K,50K,100K,500K,5M,10M,50M,100M",
                    metavar="LIST", help="points per run, e.g. 500,5K,5M (K, M, G: 1e3, 1e6, 1e9)")
@@ -154,13 +154,114 @@ def main():
     args = p.parse_args()
     if args.quick:
         args.sizes, args.epochs, args.repeats, args.breakdown_points = [20011], 20, 1, 0
-    sizes, modes = args.sizes, args.modes
     p.require_epochs(args.epochs)
     p.require_positive("--lr", args.lr)
     p.require_at_least("--repeats", args.repeats, 1)
     if args.breakdown_points == 1:
         p.fail("--breakdown-points must be 0 (none) or at least 2, got 1")
     p.require_at_least("--cpu-max-points", args.cpu_max_points, 2)
+    return args
+
+
+def compiled_loss(modes):
+    """Forward + loss through torch.compile, for mode compile (None without it)."""
+    if "compile" not in modes:
+        return None
+    loss_fn = nn.MSELoss()
+    # Static shapes: inductor specializes each size (a dynamic-shape build ran 6x slower than eager
+    # at 50M points on the H200). One compile per size, in the check run, outside the timing.
+    for knob in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit", "accumulated_recompile_limit"):
+        if hasattr(torch._dynamo.config, knob):
+            setattr(torch._dynamo.config, knob, 64)
+    return torch.compile(lambda m, x, y: loss_fn(m(x), y), dynamic=False)
+
+
+def make_runner(mode, x, y, lr, compiled):
+    if mode == "cpu":
+        return Eager(x.cpu(), y.cpu(), lr)
+    if mode == "graph":
+        return Graph(x, y, lr)
+    return Eager(x, y, lr, compiled if mode == "compile" else None)
+
+
+def check_run(runner, epochs, want):
+    """The check run (also a warm-up) against the float64 reference `want` = (w, b, losses): ok, w, b."""
+    want_w, want_b, want_losses = want
+    _, model, losses = runner.run(epochs, keep_losses=True)
+    w, b = model.weight.item(), model.bias.item()
+    got_losses = [float(v) for v in torch.stack(losses).cpu()]
+    ok = (abs(w - want_w) <= PARAM_TOL * abs(want_w) and abs(b - want_b) <= PARAM_TOL * abs(want_b)
+          and all(abs(g - r) <= LOSS_TOL * abs(r) for g, r in zip(got_losses, want_losses)))
+    return ok, w, b
+
+
+def measure_mode(args, mode, points, data, ceiling, compiled, failures):
+    """One mode at one size: checked, then timed if the check passed; its row of the sweep."""
+    x, y, lr, want = data
+    runner = make_runner(mode, x, y, lr, compiled)
+    ok, w, b = check_run(runner, args.epochs, want)
+    times = []
+    if ok:
+        repeats = 1 if mode == "cpu" and points >= 1_000_000 else args.repeats
+        runner.run(args.epochs)  # warm-up
+        times = [runner.run(args.epochs)[0] for _ in range(repeats)]
+    else:
+        failures.append(f"{mode} at {points} points differs from the float64 reference")
+    train = x.shape[0]
+    med = statistics.median(times) if times else 0.0
+    gbps = 8.0 * train * args.epochs / (med * 1e6) if med else 0.0
+    row = dict(implementation="pytorch", variant=mode, points=points, train_points=train, epochs=args.epochs,
+               lr=lr, us_per_epoch=med * 1e3 / args.epochs, gbps=gbps, copy_gbps=ceiling,
+               copy_fraction=gbps / ceiling, passed=ok, w=w, b=b)
+    if times:  # as fused_kernels_bench's rows: a run whose check failed has no time
+        row["training_ms"] = timing(times)
+    print(f"{points:>13}  {mode:8s} {med:11.3f} ms {row['us_per_epoch']:10.2f} us/epoch {gbps:8.0f} GB/s"
+          f"{'' if ok else '  FAILED check'}", flush=True)
+    return row
+
+
+def sweep(args, ceiling, compiled, failures):
+    rows = []
+    for points in args.sizes:
+        lr = sweep_lr(args.lr, points)
+        gpu_data = make_data(points, 0.0, 0, torch.device("cuda"))
+        x, y = gpu_data[0], gpu_data[1]
+        want = reference(x, y, args.epochs, lr)
+        for mode in args.modes:
+            if mode == "cpu" and points > args.cpu_max_points:
+                continue
+            rows.append(measure_mode(args, mode, points, (x, y, lr, want), ceiling, compiled, failures))
+        del gpu_data, x, y
+    return rows
+
+
+def breakdown(args, out):
+    """Chapter 04's step-timed eager loop: forward, loss, backward, step, at --breakdown-points."""
+    data = make_data(args.breakdown_points, 0.0, 0, torch.device("cuda"))
+    ns = argparse.Namespace(epochs=args.epochs, lr=sweep_lr(args.lr, args.breakdown_points), print_every=10)
+    train_eager(ns, data, torch.device("cuda"))  # warm-up
+    step_rows = train_eager(ns, data, torch.device("cuda"), time_steps=True)["steps"]
+    out["breakdown_points"] = args.breakdown_points
+    out["breakdown"] = [{"variant": "eager", "operation": row["step"],
+                         "time_us": {k: v * 1e3 if k != "runs" else v for k, v in row["time_ms"].items()}}
+                        for row in step_rows]  # in us, as fused_kernels_bench --breakdown
+    print(f"eager per-epoch steps at {args.breakdown_points} points: " +
+          ", ".join(f"{r['operation']} {r['time_us']['median']:.1f} us" for r in out["breakdown"]))
+
+
+def write_csv(path, rows):
+    with open(path, "w", newline="") as f:
+        f.write(line(record()) + "\n")  # the CSV's first line: where its rows came from
+        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            t = r.get("training_ms", {"median": 0.0, "min": 0.0, "max": 0.0, "runs": 0})
+            flat = dict(r, median_ms=t["median"], min_ms=t["min"], max_ms=t["max"], runs=t["runs"])
+            w.writerow({k: (int(v) if isinstance(v, bool) else v) for k, v in flat.items()})
+
+
+def main():
+    args = parse_args()
     require("torch")
     use_cuda_device("pytorch_fused", 0)
     sys.stdout = report_stream(args.json)  # keep stdout for the JSON object under --json -
@@ -169,77 +270,16 @@ def main():
     print(f"pytorch_fused: torch {torch.__version__} on {name}; {args.epochs} epochs, {median_of(args.repeats, 'run', 'runs')} "
           f"after 1 warm-up; D2D copy {ceiling:.0f} GB/s; cpu sizes <= {args.cpu_max_points} "
           f"({torch.get_num_threads()} threads)", flush=True)
-    compiled = None
-    if "compile" in modes:
-        loss_fn = nn.MSELoss()
-        # Static shapes: inductor specializes each size (a dynamic-shape build ran 6x slower than eager
-        # at 50M points on the H200). One compile per size, in the check run, outside the timing.
-        for knob in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit", "accumulated_recompile_limit"):
-            if hasattr(torch._dynamo.config, knob):
-                setattr(torch._dynamo.config, knob, 64)
-        compiled = torch.compile(lambda m, x, y: loss_fn(m(x), y), dynamic=False)
-    rows, failures = [], []
-    for points in sizes:
-        lr = sweep_lr(args.lr, points)
-        gpu_data = make_data(points, 0.0, 0, torch.device("cuda"))
-        x, y = gpu_data[0], gpu_data[1]
-        want_w, want_b, want_losses = reference(x, y, args.epochs, lr)
-        for mode in modes:
-            if mode == "cpu" and points > args.cpu_max_points:
-                continue
-            if mode == "cpu":
-                runner = Eager(x.cpu(), y.cpu(), lr)
-            elif mode == "graph":
-                runner = Graph(x, y, lr)
-            else:
-                runner = Eager(x, y, lr, compiled if mode == "compile" else None)
-            _, model, losses = runner.run(args.epochs, keep_losses=True)  # the check run (also a warm-up)
-            w, b = model.weight.item(), model.bias.item()
-            got_losses = [float(v) for v in torch.stack(losses).cpu()]
-            ok = (abs(w - want_w) <= PARAM_TOL * abs(want_w) and abs(b - want_b) <= PARAM_TOL * abs(want_b)
-                  and all(abs(g - r) <= LOSS_TOL * abs(r) for g, r in zip(got_losses, want_losses)))
-            times = []
-            if ok:
-                repeats = 1 if mode == "cpu" and points >= 1_000_000 else args.repeats
-                runner.run(args.epochs)  # warm-up
-                times = [runner.run(args.epochs)[0] for _ in range(repeats)]
-            else:
-                failures.append(f"{mode} at {points} points differs from the float64 reference")
-            train = x.shape[0]
-            med = statistics.median(times) if times else 0.0
-            gbps = 8.0 * train * args.epochs / (med * 1e6) if med else 0.0
-            row = dict(implementation="pytorch", variant=mode, points=points, train_points=train, epochs=args.epochs,
-                       lr=lr, us_per_epoch=med * 1e3 / args.epochs, gbps=gbps, copy_gbps=ceiling,
-                       copy_fraction=gbps / ceiling, passed=ok, w=w, b=b)
-            if times:  # as fused_kernels_bench's rows: a run whose check failed has no time
-                row["training_ms"] = timing(times)
-            rows.append(row)
-            print(f"{points:>13}  {mode:8s} {med:11.3f} ms {row['us_per_epoch']:10.2f} us/epoch {gbps:8.0f} GB/s"
-                  f"{'' if ok else '  FAILED check'}", flush=True)
-        del gpu_data, x, y
+    compiled = compiled_loss(args.modes)
+    failures = []
+    rows = sweep(args, ceiling, compiled, failures)
     # The keys fused_kernels_bench writes: settings at the top, then its "sweep" and "breakdown" tables.
     out = {"program": "pytorch_fused", "device": name, "torch_version": torch.__version__, "quick": args.quick,
            "epochs": args.epochs, "lr": args.lr, "repeats": args.repeats, "copy_gbps": ceiling, "sweep": rows}
-    if args.breakdown_points:  # chapter 04's step-timed eager loop: forward, loss, backward, step
-        data = make_data(args.breakdown_points, 0.0, 0, torch.device("cuda"))
-        ns = argparse.Namespace(epochs=args.epochs, lr=sweep_lr(args.lr, args.breakdown_points), print_every=10)
-        train_eager(ns, data, torch.device("cuda"))  # warm-up
-        step_rows = train_eager(ns, data, torch.device("cuda"), time_steps=True)["steps"]
-        out["breakdown_points"] = args.breakdown_points
-        out["breakdown"] = [{"variant": "eager", "operation": row["step"],
-                             "time_us": {k: v * 1e3 if k != "runs" else v for k, v in row["time_ms"].items()}}
-                            for row in step_rows]  # in us, as fused_kernels_bench --breakdown
-        print(f"eager per-epoch steps at {args.breakdown_points} points: " +
-              ", ".join(f"{r['operation']} {r['time_us']['median']:.1f} us" for r in out["breakdown"]))
+    if args.breakdown_points:
+        breakdown(args, out)
     if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            f.write(line(record()) + "\n")  # the CSV's first line: where its rows came from
-            w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
-            w.writeheader()
-            for r in rows:
-                t = r.get("training_ms", {"median": 0.0, "min": 0.0, "max": 0.0, "runs": 0})
-                flat = dict(r, median_ms=t["median"], min_ms=t["min"], max_ms=t["max"], runs=t["runs"])
-                w.writerow({k: (int(v) if isinstance(v, bool) else v) for k, v in flat.items()})
+        write_csv(args.csv, rows)
     return finish(out, failures, args.json)
 
 
