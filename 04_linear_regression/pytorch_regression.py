@@ -14,10 +14,11 @@ or made there, and the data made there without and with noise.
     python3 pytorch_regression.py --profile results/pytorch_profile.json   # + a torch.profiler trace
 
 --profile runs --profile-epochs more epochs (untimed, after the timed runs) under torch.profiler and
-writes its Chrome trace (open it in https://ui.perfetto.dev or chrome://tracing, beside the C++
-program's trace); it prints the profiler's top operations and how busy the GPU was between the first
-and the last GPU operation: a loop of tiny kernels leaves the GPU waiting on Python between launches.
-It also writes FILE's last two epochs as a two-track timeline (the host's launch calls, the GPU's
+writes its Chrome trace, on cuda only its GPU side: the kernels, copies and memsets on the GPU's
+streams (open it in https://ui.perfetto.dev or chrome://tracing, beside the C++ program's trace). It
+prints the profiler's top operations and how busy the GPU was between the first and the last GPU
+operation: a loop of tiny kernels leaves the GPU waiting on Python between launches. It also writes
+the last two epochs of the whole trace as a two-track timeline (the host's launch calls, the GPU's
 operations) in the shape 03's plot_trace.py draws: FILE with .json replaced by _timeline.json.
 """
 import copy
@@ -154,11 +155,30 @@ def setup_costs(args, device, log):
     return rows
 
 
-def add_provenance(trace_file):
-    """torch.profiler writes its own JSON: the record of where it came from is added to it, as to
-    every JSON the workbook writes."""
+GPU_TRACK_EVENTS = ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation")  # what the GPU's streams show
+
+
+def gpu_side(trace):
+    """A profiler trace (the dict torch.profiler writes) with only its GPU side: the events on the GPU's
+    streams (kernels, copies, memsets, and the operator names drawn above them) and the names of
+    those tracks; its top-level fields (device properties, versions) kept. The host's operators,
+    CUDA calls and the flow arrows between the two are dropped: ten epochs of them are ~300 KB."""
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    kept = [e for e in events if e.get("ph") == "X" and e.get("cat") in GPU_TRACK_EVENTS]
+    gpu_pids = {e.get("pid") for e in kept}
+    names = [e for e in events if e.get("ph") == "M" and e.get("pid") in gpu_pids]
+    trimmed = dict(trace) if isinstance(trace, dict) else {}
+    trimmed["traceEvents"] = names + kept
+    return trimmed
+
+
+def finish_trace(trace_file, gpu_only):
+    """torch.profiler writes its own JSON: it is rewritten with the record of where it came from
+    added, as to every JSON the workbook writes, and (gpu_only: a run on cuda) as its GPU side."""
     with open(trace_file) as f:
         trace = json.load(f)
+    if gpu_only:
+        trace = gpu_side(trace)
     trace["provenance"] = record()
     with open(trace_file, "w") as f:
         json.dump(trace, f)
@@ -173,12 +193,12 @@ def profile(args, data, device, log):
     with torch.profiler.profile(activities=activities) as prof:
         train(short, data, device)
     prof.export_chrome_trace(args.profile)
-    add_provenance(args.profile)
     sort_key = "cuda_time_total" if device.type == "cuda" else "cpu_time_total"
     print(f"torch.profiler, {short.epochs} epochs (trace: {args.profile}):", file=log)
     print(prof.key_averages().table(sort_by=sort_key, row_limit=12), file=log)
     busy = gpu_busy(args.profile)
-    timeline = write_timeline(args.profile, 2 / short.epochs)
+    timeline = write_timeline(args.profile, 2 / short.epochs)  # from the whole trace: it draws the host's calls
+    finish_trace(args.profile, gpu_only=device.type == "cuda")
     if busy is not None:
         print(f"GPU busy {100 * busy['fraction']:.1f}% of the {busy['span_us']:.0f} us from the first GPU "
               f"operation to the last ({busy['operations']} operations, {busy['operations'] / short.epochs:.1f} "
