@@ -18,7 +18,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
-from workbook_cli import PLOT_FORMATS, Parser, run, save_figure  # noqa: E402  (usage errors and bad files: one line, exit 2)
+from workbook_cli import PLOT_FORMATS, Parser, run  # noqa: E402  (usage errors and bad files: one line, exit 2)
+from workbook_plots import save_figure  # noqa: E402  (the provenance in a figure's metadata, plain log ticks)
 
 plt = needs("matplotlib.pyplot")  # the Agg backend: no display on the GPU machine
 patches = needs("matplotlib.patches")

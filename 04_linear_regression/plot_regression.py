@@ -16,7 +16,8 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from workbook_needs import needs, require  # noqa: E402  (imports a package at first use, or names it and stops)
 from provenance import line, record  # noqa: E402  (summary.md's first line)
-from workbook_cli import results_folder_arguments, run, save_figure, say_figures_written  # noqa: E402  (usage errors and bad files: one line, exit 2)
+from workbook_cli import results_folder_arguments, run  # noqa: E402  (usage errors and bad files: one line, exit 2)
+from workbook_plots import save_figure, say_figures_written  # noqa: E402  (the provenance in a figure's metadata, plain log ticks)
 
 plt = needs("matplotlib.pyplot")
 

@@ -153,6 +153,9 @@ ONE_LINE = {
     "common/workbook_cli.py": [
         (MODULE, 2, "error: common/workbook_cli.py is a module the workbook's scripts import", "--help"),
     ],
+    "common/workbook_plots.py": [
+        (MODULE, 2, "error: common/workbook_plots.py is a module the workbook's scripts import", "--help"),
+    ],
     "common/regression_torch.py": [
         (MODULE, 2, "error: common/regression_torch.py is a module the workbook's scripts import", "--quick"),
     ],
