@@ -6,7 +6,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "common"))
-from readme_figures import ROOT, fixed, percent, ratio  # noqa: E402
+from readme_figures import ROOT, count, fixed, percent, ratio  # noqa: E402
 from readme_render import page_records  # noqa: E402
 
 CHAPTERS = ("01_device_query", "02_tensor_transfer", "03_streams_events", "04_linear_regression",
@@ -147,6 +147,61 @@ def headline_06(book):
             "one_gpu_us": fixed(one, 2), "faults": faults}
 
 
+ROW = re.compile(r"^(\S+)\s+(-?\d+)\s+([\d.]+)\s+(-?\d+)\s\s(.*)$")  # small-gpu.sh's table
+
+
+def small_gpu(book):
+    """Every program's default run with all but a few GiB of the GPU held (scripts/small-gpu.sh)."""
+    r = newest_log(book, "*/small-gpu.txt")
+    if not r:
+        return None
+    lines = r.text("small-gpu.txt")
+    rows = [{"program": m[1], "exit": int(m[2]), "seconds": float(m[3]), "peak": int(m[4]), "last": m[5]}
+            for m in (ROW.match(l) for l in lines) if m]
+    head = next(l for l in lines if " on GPU " in l)
+    summary = re.match(r"small-gpu: (\d+) programs with (\d+) GiB free: (.*)$", lines[-1])
+    top = max(rows, key=lambda x: x["peak"])
+    chapters = []
+    for chapter in CHAPTERS:
+        mine = [x for x in rows if x["program"].startswith(chapter + "/")]
+        if mine:
+            most = max(mine, key=lambda x: x["peak"])
+            chapters.append({"chapter": chapter, "programs": len(mine), "peak": count(most["peak"]),
+                             "program": most["program"].split("/")[1],
+                             "outcomes": ", ".join(sorted({outcome(x) for x in mine}))})
+    return {"log": r.link("small-gpu.txt", "its table"), "gib": summary[2], "programs": summary[1],
+            "summary": summary[3], "gpu": re.search(r"small-gpu: ([^,]+),", head)[1],
+            "top": {"program": top["program"], "peak": count(top["peak"])}, "chapters": chapters,
+            "refusals": [x for x in rows if outcome(x) == "refused in one line"]}
+
+
+def outcome(row):
+    return {0: "passed", 77: "cannot run here", 1: "refused in one line"}.get(row["exit"], "failed") \
+        if row["exit"] != 1 or row["last"].startswith("error:") else "failed"
+
+
+def ptx_jit(book):
+    """Every lesson program forced through PTX, as on a GPU newer than its build (scripts/ptx-jit.sh)."""
+    r = newest_log(book, "*/ptx-jit.txt")
+    if not r:
+        return None
+    lines = r.text("ptx-jit.txt")
+    rows = []
+    for l in lines:
+        m = re.match(r"^(\S+/\S+)\s+exit (\d+) ([\d.]+)s\s+exit (\d+) ([\d.]+)s\s+exit (\d+) ([\d.]+)s\s+(-?[\d.]+)s$", l)
+        if m:
+            rows.append({"program": m[1], "exits": {int(m[2]), int(m[4]), int(m[6])}, "built": float(m[3]),
+                         "first": float(m[5]), "warm": float(m[7]), "extra": float(m[8])})
+    ran = [x for x in rows if x["exits"] == {0}]
+    worst = max(ran, key=lambda x: x["extra"])
+    return {"log": r.link("ptx-jit.txt", "its table"), "programs": len(rows), "passed": len(ran),
+            "worst": {"program": worst["program"], "extra": fixed(worst["extra"], 1)},
+            "total_extra": fixed(sum(x["extra"] for x in ran), 1),
+            "skipped": [x["program"] for x in rows if x["exits"] == {77}],
+            "notes": [l[len("note: "):] for l in lines if l.startswith("note: ")],
+            "ptx": re.search(r"PTX in \S+: (.*)$", next(l for l in lines if l.startswith("ptx-jit: ")))[1]}
+
+
 def chapter_runs():
     """Each chapter's page, and the runs its figures come from: one row a run."""
     rows = []
@@ -164,4 +219,4 @@ def values(book):
     return {"h01": headline_01(book), "h02": headline_02(book), "h03": headline_03(book), "h04": headline_04(book),
             "h05": headline_05(book), "h06": headline_06(book), "gpu_log": gpu_test_log(book),
             "runs": runs, "run_count": len({(r["run"], r["commit"]) for r in runs}),
-            **quick_start(book)}
+            "small": small_gpu(book), "jit": ptx_jit(book), **quick_start(book)}
