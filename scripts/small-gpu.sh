@@ -10,7 +10,8 @@
 # --gib: the memory left free (default 8, as an RTX 4060); --timeout: seconds a program may run
 # (default 60; one still running then is stopped and listed as such). OUT_FILE gets the table,
 # after its provenance line; each program's whole output goes to OUT_FILE's folder, small-gpu/.
-# Exit 0 when every program passed, refused in one line, or said it cannot run here (77); 1 when
+# Exit 0 when every program passed, refused for memory in one line, or said it cannot run here
+# (exit 77, or a missing package such as torch named in one line); 1 when
 # one failed, crashed or ran out of time; 2 bad usage; 77 without a GPU.
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
@@ -82,11 +83,14 @@ for program in "${programs[@]}"; do
   case $status in
     0) passed=$((passed + 1)) ;;
     77) skipped=$((skipped + 1)) ;;  # needs what this machine lacks (by_hand: two GPUs)
-    1) if [[ $(grep -c . "$log") -le 2 && $last == error:* ]]; then refused=$((refused + 1)); else failed=$((failed + 1)); fi ;;
+    1)  # one line: a refusal for memory (it names MiB), or a package this machine lacks
+      if [[ $(grep -c . "$log") -le 2 && $last == error:*MiB* ]]; then refused=$((refused + 1))
+      elif [[ $(grep -c . "$log") -le 2 && $last == "error: this script needs "* ]]; then skipped=$((skipped + 1))
+      else failed=$((failed + 1)); fi ;;
     124|137) failed=$((failed + 1)); last="(stopped after $timeout_s s) $last" ;;
     *) failed=$((failed + 1)) ;;
   esac
   printf '%-44s %5s %8s %9s  %s\n' "$program" "$status" "$seconds" "$((${peak:-$before} - before))" "$last" | tee -a "$out"
 done
-echo "small-gpu: ${#programs[@]} programs with $gib GiB free: $passed passed, $refused refused in one line, $skipped cannot run here (exit 77), $failed failed or stopped" | tee -a "$out"
+echo "small-gpu: ${#programs[@]} programs with $gib GiB free: $passed passed, $refused refused for memory in one line, $skipped cannot run here (exit 77, or a package missing), $failed failed or stopped" | tee -a "$out"
 ((failed == 0))
