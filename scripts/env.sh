@@ -30,6 +30,18 @@ workbook_set_up() {
   workbook_use_tools
 }
 
+# Every lesson program, as CHAPTER/PROGRAM, in the chapters' order: the one named after its chapter
+# (06_multi_gpu: multi_gpu), then any other its CMakeLists.txt names (OTHER_LESSON by_hand).
+workbook_lesson_programs() {
+  local dir chapter name
+  for dir in "$workbook_root"/[0-9][0-9]_*/; do
+    chapter=$(basename "$dir")
+    for name in "${chapter#[0-9][0-9]_}" $(sed -n 's/.*OTHER_LESSON \([a-z_0-9]*\).*/\1/p' "$dir/CMakeLists.txt"); do
+      echo "$chapter/$name"
+    done
+  done
+}
+
 # The machine's name in a run's name (test-logs/<date>_<machine>/): "4xH200" for the GPUs this
 # process may use (CUDA_VISIBLE_DEVICES applies), or "2-core-no-GPU" without one.
 workbook_machine_name() {

@@ -26,12 +26,7 @@ cache=$logs/compute-cache  # the driver's compile cache, emptied before the firs
 mkdir -p "$logs"
 
 programs=()
-for dir in "$workbook_root"/[0-9][0-9]_*/; do
-  chapter=$(basename "$dir")
-  for name in "${chapter#[0-9][0-9]_}" $(sed -n 's/.*OTHER_LESSON \([a-z_0-9]*\).*/\1/p' "$dir/CMakeLists.txt"); do
-    [[ -x $build/$chapter/$name ]] && programs+=("$chapter/$name")
-  done
-done
+for program in $(workbook_lesson_programs); do [[ -x $build/$program ]] && programs+=("$program"); done
 
 run_once() {  # run_once LOG [VAR=VALUE...]: runs $program; prints "STATUS SECONDS"
   local log=$1 started status

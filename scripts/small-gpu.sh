@@ -50,11 +50,11 @@ grep -q '^holding' "$logs/holder.txt" || { cat "$logs/holder.txt" >&2; echo "err
 
 # Every program a reader runs, in the chapters' order: lesson programs, bench, PyTorch scripts.
 programs=()
+lessons=$(workbook_lesson_programs)
 for dir in "$workbook_root"/[0-9][0-9]_*/; do
   chapter=$(basename "$dir")
-  lesson=${chapter#[0-9][0-9]_}
-  for name in "$lesson" $(sed -n 's/.*OTHER_LESSON \([a-z_0-9]*\).*/\1/p' "$dir/CMakeLists.txt") "${lesson}_bench"; do
-    [[ -x $build/$chapter/$name ]] && programs+=("$chapter/$name")
+  for program in $(grep "^$chapter/" <<<"$lessons") "$chapter/${chapter#[0-9][0-9]_}_bench"; do
+    [[ -x $build/$program ]] && programs+=("$program")
   done
   for script in "$dir"pytorch_*.py; do [[ -f $script ]] && programs+=("$chapter/$(basename "$script")"); done
 done
