@@ -83,6 +83,7 @@ def values(book):
     v |= default_stream(j)
     v |= against_pytorch(book, r, j, pt)
     v |= small_chunks(r)
+    v |= drop_wait(r)
     v |= exercises(r)
     return v
 
@@ -97,6 +98,8 @@ def workload(r, j):
             "cal_both_ms": ms(cal["copies_together_ms"]),
             "kernel_len_ms": f"{kernel_len:g}", "ds_kernel_ms": f"{ds_kernel:g}",
             "repeats": j["repeats"], "checked": count(j["ordering_check"]["checked_elements"]),
+            "checked_chunks": j["ordering_check"]["checked_elements"] // w["chunk_elements"],
+            "cal_both_runs": cal["copies_together_ms"]["runs"],
             "stale": j["ordering_check"]["stale_elements"], "producer_ms": f"{j['ordering_check']['producer_delay_us'] / 1000:g}",
             "passed": "PASS" if j["passed"] else "FAIL"}
 
@@ -131,7 +134,7 @@ def stages(j):
     s, b, w = j["stages"], j["bound"], j["workload"]
     h2d, comp, d2h, both = (med(s[k]) for k in ("h2d_ms", "compute_ms", "d2h_ms", "copies_both_directions_ms"))
     serial = j["serial_ms"]
-    return {"h2d_ms": fixed(h2d, 3), "comp_ms": fixed(comp, 3), "d2h_ms": fixed(d2h, 3), "both_ms": fixed(both, 3),
+    return {"h2d_ms": fixed(h2d, 3), "comp_ms": fixed(comp, 3), "d2h_ms": fixed(d2h, 3), "both_ms": fixed(both, 3), "both_span": span_ms(s["copies_both_directions_ms"]),
             "h2d_gbps": fixed(s["h2d_gbps"], 1), "both_gbps": fixed(w["total_bytes"] / both / 1e6, 1),
             "serial_ms": ms(serial), "serial_span": span_ms(serial),
             "bound": ratio(b["copies_together_speedup"], 1),
@@ -154,6 +157,7 @@ def schedules(j):
             "k4_word": faster_or_slower(k4_ms, med(serial)), "k4_eff": percent(k4["efficiency"], digits=1),
             "k8_ms": ms(k8["time_ms"]), "k8_span": span_ms(k8["time_ms"]), "k8_ties_k4": tie(k4["time_ms"], k8["time_ms"]),
             "fill_in_gap": 0 < fill < gap, "fill_share": percent(fill, gap), "gap_ms": fixed(gap, 2),
+            "fill_ms": fixed(fill, 2), "bound_ms": fixed(b["copies_together_ms"], 3),
             "ts_ms": ms(ts["time_ms"]), "ts_span": span_ms(ts["time_ms"]), "ts_x": ratio(ts["speedup"], 1),
             "ts_word": faster_or_slower(med(ts["time_ms"]), med(serial)),
             "handoffs": handoffs, "handoff_extra_ms": fixed(extra, 3), "per_handoff_us": fixed(1000 * extra / handoffs, 1)}
@@ -235,6 +239,7 @@ def against_pytorch(book, r, j, pt):
             "comp_span": span_ms(s["compute_ms"]), "jit_extra_ms": fixed(abs(pcomp - comp), 3),
             "jit_word": faster_or_slower(pcomp, comp),
             "jit_share": percent(pcomp - comp, med(pt["serial_ms"]) - med(serial)),
+            "torch_h2d_ms": ms(pt["stages"]["h2d_ms"]), "torch_h2d_x": ratio(med(pt["stages"]["h2d_ms"]), med(s["h2d_ms"])),
             "torch_bound": ratio(pb["copies_together_speedup"], 1), "torch_k4_eff": percent(pk4["efficiency"], digits=1),
             "torch_k4_over": pk4["efficiency"] > 1,
             "cmp_same_run": book.same_run((r, "streams_events.json"), (r, "pytorch_streams.json"))}
@@ -264,6 +269,13 @@ def small_chunks(r):
             "sc_word": faster_or_slower(med(sbc["time_ms"]), med(sbp["time_ms"])),
             "sc_torch_serial_ms": ms(sp["serial_ms"]), "sc_torch_serial_span": span_ms(sp["serial_ms"]),
             "sc_torch_best_slower_than_serial": med(sbp["time_ms"]) > med(sp["serial_ms"])}
+
+
+def drop_wait(r):
+    """The --drop-wait run: the K-stream rows keep their waits, the article's row loses its own."""
+    rows = [l for l in r.text("drop_wait.txt") if re.match(r"  (K = \d+ streams|article's 2 streams) ", l)]
+    k_rows = [l.split()[2] for l in rows if l.startswith("  K = ") and l.rstrip().endswith(" yes")]
+    return {"dw_k_matched": " and ".join(f"K = {k}" for k in k_rows), "dw_k_rows": len(k_rows)}
 
 
 def exercises(r):
