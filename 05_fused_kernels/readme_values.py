@@ -123,7 +123,7 @@ def values(book):
     out["ch01"] = Lazy(lambda: chapter01(book))
     out |= against_pytorch(d)
     out |= pytorch_modes(book, r, d)
-    out["ch04"] = Lazy(lambda: chapter04(book))
+    out["ch04"] = Lazy(lambda: chapter04(book, r))
     out |= effort(d)
     out |= notes_summary(r, d)
     return out
@@ -140,6 +140,8 @@ def sample_output(d):
         "v2_loss_err": f"{V[2]['loss_error']:.1e}",
         "v2_vs_4": times(V[2]["us_per_epoch"], V[4]["us_per_epoch"])[0],
         "v2_vs_4_word": times(V[2]["us_per_epoch"], V[4]["us_per_epoch"])[1],
+        "v2_vs_3": times(V[2]["us_per_epoch"], V[3]["us_per_epoch"]),
+        "v1_bytes_pct": percent(V[1]["copy_percent"] * 28 / 8, 100, 0),  # 28 bytes a point moved, 8 counted
         "atomics_m": f"{3 * d.fused['train_points'] / 1e6:.0f}M",
         "v1_vs_4": times(V[4]["us_per_epoch"], V[1]["us_per_epoch"]),
         "fewer_launches": V[1]["launches_per_epoch"] - V[4]["launches_per_epoch"],
@@ -285,9 +287,14 @@ def nsight_compute(r, d):
         ("time", "Duration"), ("dram", "DRAM Throughput"), ("l2", "L2 Hit Rate"),
         ("spills", "Local Memory Spilling Requests"), ("sm", r"Compute \(SM\) Throughput"))}
     ncu_mb = r.number("ncu_fused_50M.txt", r"need ([\d.]+) MB")
-    return {"ncu": {"time": fixed(q["time"]), "dram": fixed(q["dram"]), "l2": fixed(q["l2"]),
+    train_share = d.fused["train_points"] / d.M5
+    ncu_points = next((n for n in d.SIZES if round(n * train_share * 8 / 1e6) == round(ncu_mb)), None)
+    v4 = d.S[(ncu_points, "last_block")]["copy_fraction"] if ncu_points else None
+    return {"ncu_v4_copy": percent(v4, digits=1) if v4 else None,
+            "copy_of_peak": percent(q["dram"] / 100 / v4) if v4 else None,  # the copy's share of the DRAM peak
+            "ncu": {"time": fixed(q["time"]), "dram": fixed(q["dram"]), "l2": fixed(q["l2"]),
                     "spills": f"{q['spills']:.0f}", "sm": fixed(q["sm"])},
-            "ncu_mb": f"{ncu_mb:.0f}",
+            "ncu_mb": f"{ncu_mb:.0f}", "ncu_points": pts(ncu_points) if ncu_points else None,
             "blocks_per_sm": d.V[4]["blocks"] // d.sms, "blocks4": d.V[4]["blocks"], "threads4": d.V[4]["threads"]}
 
 
@@ -337,6 +344,9 @@ def against_pytorch(d):
             "gap_first_range": gap_range(SIZES[0]), "gap_last_range": gap_range(SIZES[-1]),
             "gap_max": ratio(max(gaps)[0], 1, 0), "gap_max_at": pts(max(gaps)[1]),
             "gap_min": ratio(min(gaps)[0], 1, 0), "gap_min_at": pts(min(gaps)[1]),
+            "saved_first_ms": fixed(ms(P[(SIZES[0], "eager")]) - ms(S[(SIZES[0], d.fastest(SIZES[0]))]), 0),
+            "saved_last_ms": fixed(ms(P[(SIZES[-1], "eager")]) - ms(S[(SIZES[-1], d.fastest(SIZES[-1]))]), 0),
+            "v1_vs_4_last": times(d.us(SIZES[-1], "last_block"), d.us(SIZES[-1], "unfused")),
             "size_first": pts(SIZES[0]), "size_last": pts(SIZES[-1])}
 
 
@@ -363,7 +373,7 @@ def pytorch_modes(book, r, d):
             "same_run_05": book.same_run((r, "fused.json"), (r, "sweep.json"), (r, "pytorch_sweep.json"))}
 
 
-def chapter04(book):
+def chapter04(book, r):
     """Chapter 04's eager baseline and its CUDA program: one job, two loops (read when a page asks)."""
     r04 = book.results("04_linear_regression")
     t04, c04 = r04.json("pytorch_cuda.json"), r04.json("cuda.json")
@@ -372,6 +382,7 @@ def chapter04(book):
     cu04 = nonblank_lines("04_linear_regression/linear_regression.cu")
     return {"eager": with_spread(eager04), "every": t04["print_every"],
             "same_run": book.same_run((r04, "pytorch_cuda.json"), (r04, "cuda.json")),
+            "runs_with_05": book.runs_phrase((r04, "cuda.json"), (r, "fused.json")),
             "cuda_ms": fixed(cuda04["median"]), "cuda_vs_eager": ratio(eager04["median"], cuda04["median"]),
             "py_lines": py04, "cu_lines": cu04, "cu_over_py": f"{cu04 / py04:.1f}"}  # a ratio of line counts, no measurement
 
@@ -393,10 +404,12 @@ def notes_summary(r, d):
     cpu = sorted((s for s in d.pt["sweep"] if s["variant"] == "cpu"), key=lambda s: s["points"])
     out_of_order = next((a, b) for a, b in zip(cpu, cpu[1:]) if ms(a) > ms(b))
     slow = [s for s in cpu if s["points"] > out_of_order[0]["points"] and s["training_ms"]["max"] > 2 * ms(s)]
+    cpu_wins = [pts(s["points"]) for s in cpu if ms(s) < ms(d.P[(s["points"], "eager")])]
     return {"cpu_outlier": {"points": pts(out_of_order[0]["points"]), "runs": out_of_order[0]["training_ms"]["runs"],
                             "min": fixed(out_of_order[0]["training_ms"]["min"], 0),
                             "max": fixed(out_of_order[0]["training_ms"]["max"], 0),
                             "next": pts(out_of_order[1]["points"]), "next_ms": fixed(ms(out_of_order[1]), 0),
                             "slow_sizes": " and ".join(pts(s["points"]) for s in slow),
                             "slow_ms": " and ".join(fixed(s["training_ms"]["max"], 0) for s in slow)},
+            "cpu_beats_eager_at": " and ".join(cpu_wins),
             "summary": lambda: "\n".join(l for l in r.text("summary.md") if not l.startswith("plot_fused.py: wrote")).strip()}
