@@ -156,7 +156,8 @@ def each_step(r, cuda_run, tgpu, tcpu):
             "copy_gbps": fixed(copy_gbps, 0),
             "step_data_us": span([1000 * steps[s]["time_ms"]["median"] for s in ("forward", "loss", "backward")]),
             "sgd_us": fixed(1000 * steps["step"]["time_ms"]["median"], 1),
-            "eager_sgd_us": fixed(1000 * tsteps["step"], 1)} | setup(r, cuda_run, tgpu)
+            "eager_sgd_us": fixed(1000 * tsteps["step"], 1),
+            "eager_epoch_events_us": fixed(1000 * tsteps["total"], 1)} | setup(r, cuda_run, tgpu)
 
 
 def step_rows(steps, tgpu, tcpu, csteps):
