@@ -83,7 +83,8 @@ def roofline_values(bench, torch):
             "axpy_n": f"{a['n'] / 1e6:.0f}M", "axpy_intensity": fixed(a["flop_per_byte"], 2), "axpy_tflops": fixed(a["tflops"]),
             "axpy_gbps": fixed(a["gbps"], 0), "axpy_share": fixed(a["percent_of_peak"], 1) + "%",
             "axpy_core_share": percent(a["tflops"], peaks["fp32_tflops"], 2), "axpy_error": fixed(a["error_over_scale"], 0),
-            "torch_axpy_tflops": fixed(ta["tflops"]), "torch_axpy_gbps": fixed(ta["gbps"], 0)}
+            "torch_axpy_tflops": fixed(ta["tflops"]), "torch_axpy_gbps": fixed(ta["gbps"], 0),
+            "axpy_over_copy": min(a["gbps"], ta["gbps"]) > bench["copy_gbps"]}
 
 
 def matmul_values(bench, torch, dev):
@@ -119,7 +120,7 @@ def matmul_values(bench, torch, dev):
             for n in (mid, big)}
     worst = gaps[big][1]
     torch_share = {p: matmul(torch, p, small)["tflops"] / matmul(bench, p, small)["tflops"] for p in ("tf32", "bf16")}
-    v["torch"] = {"mid_gap": percent(gaps[mid][0], digits=1), "big_gap": percent(gaps[big][0], digits=1),
+    v["torch"] = {"mid_gap": percent(gaps[mid][0], digits=2), "big_gap": percent(gaps[big][0], digits=2),
                   "mid_close": gaps[mid][0] < 0.05, "big_close": gaps[big][0] < 0.05, "worst": worst.upper(),
                   "worst_bench": fixed(matmul(bench, worst, big)["tflops"]), "worst_torch": fixed(matmul(torch, worst, big)["tflops"]),
                   "worst_word": "faster" if matmul(torch, worst, big)["tflops"] > matmul(bench, worst, big)["tflops"] else "slower",
