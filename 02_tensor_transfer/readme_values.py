@@ -185,7 +185,9 @@ def page_locking(r, bench, torch):
             "register_ms": fixed(register_ms, 0), "saved_ms": fixed(pageable - registered),
             "pg_copy_256": fixed(pageable), "reg_copy_256": fixed(registered),
             "t_pin_first": fixed(r.number("pytorch_transfer.txt", r"first call ([0-9.]+)"), 1),
-            "t_pin_later": fixed(tpin["malloc_host_ms_per_gib"], 1)}
+            "t_pin_later": fixed(tpin["malloc_host_ms_per_gib"], 1),
+            "t_touch": fixed(tpin["malloc_touch_ms_per_gib"], 1),
+            "t_touch_faster": tpin["malloc_touch_ms_per_gib"] < pin["malloc_touch_ms_per_gib"]}
 
 
 def device_memory(r, torch):
