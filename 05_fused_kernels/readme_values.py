@@ -405,11 +405,13 @@ def notes_summary(r, d):
     out_of_order = next((a, b) for a, b in zip(cpu, cpu[1:]) if ms(a) > ms(b))
     slow = [s for s in cpu if s["points"] > out_of_order[0]["points"] and s["training_ms"]["max"] > 2 * ms(s)]
     cpu_wins = [pts(s["points"]) for s in cpu if ms(s) < ms(d.P[(s["points"], "eager")])]
+    cpu_wins_slowest = all(s["training_ms"]["max"] < d.P[(s["points"], "eager")]["training_ms"]["min"]
+                           for s in cpu if ms(s) < ms(d.P[(s["points"], "eager")]))
     return {"cpu_outlier": {"points": pts(out_of_order[0]["points"]), "runs": out_of_order[0]["training_ms"]["runs"],
                             "min": fixed(out_of_order[0]["training_ms"]["min"], 0),
                             "max": fixed(out_of_order[0]["training_ms"]["max"], 0),
                             "next": pts(out_of_order[1]["points"]), "next_ms": fixed(ms(out_of_order[1]), 0),
                             "slow_sizes": " and ".join(pts(s["points"]) for s in slow),
                             "slow_ms": " and ".join(fixed(s["training_ms"]["max"], 0) for s in slow)},
-            "cpu_beats_eager_at": " and ".join(cpu_wins),
+            "cpu_beats_eager_at": " and ".join(cpu_wins), "cpu_wins_slowest": cpu_wins_slowest,
             "summary": lambda: "\n".join(l for l in r.text("summary.md") if not l.startswith("plot_fused.py: wrote")).strip()}
