@@ -305,6 +305,7 @@ def scaling_group(r):
         "large_two": {x: percent(strong(x, 10**8, 2)["efficiency"]) for x in xs},
         "alone_one": us(strong("nccl", M5, 1)["compute_us"]), "alone_two": us(strong("nccl", M5, 2)["compute_us"]),
         "saved": us(strong("nccl", M5, 1)["compute_us"] - strong("nccl", M5, 2)["compute_us"]),
+        "nccl_two": us(strong("nccl", M5, 2)["us_per_epoch"]),
         # one GPU's pass at 100M points reads x and y of its 80M training points: 8 bytes each
         "read_mb": fixed(10**8 * 0.8 * 8 / 1e6, 0),
         "read_rate": fixed(10**8 * 0.8 * 8 / strong("nccl", 10**8, 1)["us_per_epoch"] / 1e6, 1),
