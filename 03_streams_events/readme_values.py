@@ -100,7 +100,6 @@ def workload(r, j):
             "kernel_len_ms": f"{kernel_len:g}", "ds_kernel_ms": f"{ds_kernel:g}",
             "repeats": j["repeats"], "checked": count(j["ordering_check"]["checked_elements"]),
             "checked_chunks": j["ordering_check"]["checked_elements"] // w["chunk_elements"],
-            "cal_both_runs": cal["copies_together_ms"]["runs"],
             "stale": j["ordering_check"]["stale_elements"], "producer_ms": f"{j['ordering_check']['producer_delay_us'] / 1000:g}",
             "passed": "PASS" if j["passed"] else "FAIL"}
 
@@ -135,7 +134,8 @@ def stages(j):
     s, b, w = j["stages"], j["bound"], j["workload"]
     h2d, comp, d2h, both = (med(s[k]) for k in ("h2d_ms", "compute_ms", "d2h_ms", "copies_both_directions_ms"))
     serial = j["serial_ms"]
-    return {"h2d_ms": fixed(h2d, 3), "comp_ms": fixed(comp, 3), "d2h_ms": fixed(d2h, 3), "both_ms": fixed(both, 3), "both_span": span_ms(s["copies_both_directions_ms"]),
+    return {"h2d_ms": fixed(h2d, 3), "comp_ms": fixed(comp, 3), "d2h_ms": fixed(d2h, 3), "both_ms": fixed(both, 3),
+            "both_span": span_ms(s["copies_both_directions_ms"]),
             "h2d_gbps": fixed(s["h2d_gbps"], 1), "both_gbps": fixed(w["total_bytes"] / both / 1e6, 1),
             "serial_ms": ms(serial), "serial_span": span_ms(serial),
             "bound": ratio(b["copies_together_speedup"], 1),
@@ -273,9 +273,8 @@ def small_chunks(r):
 
 
 def drop_wait(r):
-    """The --drop-wait run: the K-stream rows keep their waits, the article's row loses its own."""
-    rows = [l for l in r.text("drop_wait.txt") if re.match(r"  (K = \d+ streams|article's 2 streams) ", l)]
-    k_rows = [l.split()[2] for l in rows if l.startswith("  K = ") and l.rstrip().endswith(" yes")]
+    """The --drop-wait run: the K-stream rows that still matched (their stages share one stream)."""
+    k_rows = [m[1] for m in (re.match(r"  K = (\d+) streams .* yes$", l) for l in r.text("drop_wait.txt")) if m]
     return {"dw_k_matched": " and ".join(f"K = {k}" for k in k_rows), "dw_k_rows": len(k_rows)}
 
 

@@ -138,8 +138,6 @@ def sample_output(d):
         "ms": {n: fixed(ms(V[n]), 3) for n in V},
         "launches": {n: V[n]["launches_per_epoch"] for n in V},
         "v2_loss_err": f"{V[2]['loss_error']:.1e}",
-        "v2_vs_4": times(V[2]["us_per_epoch"], V[4]["us_per_epoch"])[0],
-        "v2_vs_4_word": times(V[2]["us_per_epoch"], V[4]["us_per_epoch"])[1],
         "v2_vs_3": times(V[2]["us_per_epoch"], V[3]["us_per_epoch"]),
         "v1_bytes_pct": percent(V[1]["copy_percent"] * 28 / 8, 100, 0),  # 28 bytes a point moved, 8 counted
         "atomics_m": f"{3 * d.fused['train_points'] / 1e6:.0f}M",
@@ -294,7 +292,7 @@ def nsight_compute(r, d):
             "copy_of_peak": percent(q["dram"] / 100 / v4) if v4 else None,  # the copy's share of the DRAM peak
             "ncu": {"time": fixed(q["time"]), "dram": fixed(q["dram"]), "l2": fixed(q["l2"]),
                     "spills": f"{q['spills']:.0f}", "sm": fixed(q["sm"])},
-            "ncu_mb": f"{ncu_mb:.0f}", "ncu_points": pts(ncu_points) if ncu_points else None,
+            "ncu_mb": f"{ncu_mb:.0f}",
             "blocks_per_sm": d.V[4]["blocks"] // d.sms, "blocks4": d.V[4]["blocks"], "threads4": d.V[4]["threads"]}
 
 

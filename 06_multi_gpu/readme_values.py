@@ -110,7 +110,8 @@ def dp_group(r):
         "stage": {k.split()[0]: timing(v) for k, v in pdp["stages_us"].items()},
         "torch_epoch": per_epoch(run["data_parallel"]["training_ms"], pdp["epochs"], 1),
         "torch_single": per_epoch(run["single"]["training_ms"], pdp["epochs"], 1),
-        "torch_dp_slower": ratio(run["data_parallel"]["training_ms"]["median"], run["single"]["training_ms"]["median"], 1),
+        "torch_dp_slower": ratio(run["data_parallel"]["training_ms"]["median"],
+                                 run["single"]["training_ms"]["median"], 1),
         "analog": us(slowest(dp)), "analog_faster": ratio(run["data_parallel"]["us_per_epoch"], slowest(dp), 0),
         "top": str(top), "step_dp": us(epoch["dp", top, "nccl"]),
     }
